@@ -1,0 +1,16 @@
+// npm run bench: every benchmark in turn; each prints a table and writes bench/results/<name>.json.
+// `npm run bench -- dispatch` runs one.
+import { writeResults } from './lib.ts';
+
+const suites: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
+  dispatch: () => import('./dispatch.ts'),
+};
+
+const wanted = process.argv.slice(2);
+for (const name of wanted.length ? wanted : Object.keys(suites)) {
+  const load = suites[name];
+  if (!load) throw new Error(`unknown benchmark "${name}" (known: ${Object.keys(suites).join(', ')})`);
+  console.log(`\n== ${name}`);
+  const file = writeResults(name, await (await load()).run());
+  console.log(`(written to ${file})`);
+}

@@ -1,0 +1,21 @@
+// A minimal HTTPS server for benchmarks, run as a child process so it has its own core.
+// argv: <host> <h2|h1>. Prints the port on stdout once listening.
+import http2 from 'node:http2';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { certs } from '../fixtures/certs/index.ts';
+
+const [host = '127.0.0.1', protocol = 'h2'] = process.argv.slice(2);
+const body = JSON.stringify({ kind: 'ConfigMap', apiVersion: 'v1', metadata: { name: 'bench', namespace: 'default' } });
+const handler = (_req: unknown, res: { writeHead(s: number, h: Record<string, string>): void; end(b: string): void }): void => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(body);
+};
+const server =
+  protocol === 'h1'
+    ? https.createServer({ ...certs.apiserver, keepAliveTimeout: 60_000 }, handler)
+    : http2.createSecureServer({ ...certs.apiserver, allowHTTP1: true }, handler);
+server.listen(0, host, () => {
+  process.stdout.write(`${(server.address() as AddressInfo).port}\n`);
+});
+process.on('disconnect', () => process.exit(0));

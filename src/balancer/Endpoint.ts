@@ -1,0 +1,69 @@
+import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
+
+/**
+ * - `ready`: takes new requests.
+ * - `ejected`: failed; no new requests until its ejection ends.
+ * - `draining`: its apiserver is shutting down or failing /readyz; in-flight requests finish.
+ * - `probing`: coming back; exactly one probation request decides.
+ */
+export type EndpointState = 'ready' | 'ejected' | 'draining' | 'probing';
+
+/** A snapshot of one endpoint, as `balancer.endpoints()` reports it. */
+export interface EndpointInfo {
+  address: string;
+  port: number;
+  weight: number;
+  priority: number;
+  state: EndpointState;
+  /** Requests dispatched to this endpoint that have not finished. */
+  inFlight: number;
+  /** Open long-running requests (watches, `follow=true` logs, exec/attach/port-forward). */
+  streams: number;
+  /** Requests dispatched to this endpoint since it joined. */
+  requests: number;
+  /** Requests that ended in a transport error or a 5xx at this endpoint. */
+  failures: number;
+}
+
+/** The live state of one apiserver endpoint. Survives endpoint-set updates while it is listed. */
+export class Endpoint {
+  readonly key: string;
+  readonly address: string;
+  readonly port: number;
+  weight: number;
+  priority: number;
+  state: EndpointState = 'ready';
+  /** Set once the resolver stops listing it: no new requests, in-flight ones finish. */
+  removed = false;
+  inFlight = 0;
+  streams = 0;
+  requests = 0;
+  failures = 0;
+
+  constructor(address: EndpointAddress) {
+    this.key = endpointKey(address);
+    this.address = address.address;
+    this.port = address.port;
+    this.weight = address.weight ?? 1;
+    this.priority = address.priority ?? 0;
+  }
+
+  /** `https://10.0.0.1:6443` / `https://[fd00::1]:6443`. */
+  origin(protocol: string): string {
+    return `${protocol}//${this.key}`;
+  }
+
+  info(): EndpointInfo {
+    return {
+      address: this.address,
+      port: this.port,
+      weight: this.weight,
+      priority: this.priority,
+      state: this.state,
+      inFlight: this.inFlight,
+      streams: this.streams,
+      requests: this.requests,
+      failures: this.failures,
+    };
+  }
+}

@@ -1,0 +1,32 @@
+import type { Dispatcher } from 'undici';
+
+type Headers = Dispatcher.DispatchOptions['headers'];
+
+/**
+ * Returns the request headers with `host` set to the original authority, unless the caller set one.
+ * Accepts every shape undici accepts: a flat array, an iterable of pairs, or a plain object.
+ */
+export function withHost(headers: Headers, host: string): Headers {
+  if (headers == null) return { host };
+  if (Array.isArray(headers)) {
+    const flat = headers;
+    for (let i = 0; i < flat.length; i += 2) if (isHost(flat[i])) return headers;
+    return [...flat, 'host', host];
+  }
+  if (typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function') {
+    const flat: string[] = [];
+    for (const [name, value] of headers as Iterable<[string, string | string[] | undefined]>) {
+      if (value === undefined) continue;
+      if (isHost(name)) return headers;
+      for (const v of Array.isArray(value) ? value : [value]) flat.push(name, v);
+    }
+    flat.push('host', host);
+    return flat;
+  }
+  for (const name of Object.keys(headers)) if (isHost(name)) return headers;
+  return { ...(headers as Record<string, unknown>), host } as Headers;
+}
+
+function isHost(name: unknown): boolean {
+  return typeof name === 'string' && name.length === 4 && name.toLowerCase() === 'host';
+}

@@ -1,0 +1,32 @@
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import { isIpLiteral, type ResolvedOptions } from '../options.ts';
+
+/** The name every endpoint's certificate must carry, and the SNI to send for it. */
+export interface Verification {
+  /** Verified against the certificate: `tls.servername`, else the origin's host (an IP stays an IP). */
+  name: string;
+  /** Sent as SNI; `undefined` for an IP, which RFC 6066 does not allow as SNI. */
+  sni: string | undefined;
+}
+
+export function verificationFor(origin: URL, tls: ResolvedOptions['tls']): Verification {
+  const name = (tls.servername ?? origin.hostname).replace(/^\[|\]$/g, '');
+  return { name, sni: isIpLiteral(name) ? undefined : name };
+}
+
+/**
+ * `connect` options for one endpoint's pool. Identity is always checked against the verification
+ * name, never against the dialled address, so an endpoint IP missing from the certificate's SANs
+ * is fine and a certificate for another name is not.
+ */
+export function tlsConnectOptions(tls: ResolvedOptions['tls'], verification: Verification): Record<string, unknown> {
+  const name = verification.name;
+  return {
+    ca: tls.ca,
+    cert: tls.cert,
+    key: tls.key,
+    rejectUnauthorized: tls.rejectUnauthorized,
+    servername: verification.sni,
+    checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(name, cert),
+  };
+}

@@ -1,0 +1,46 @@
+/**
+ * Every error this package raises itself is a `BalancerError` with a stable `code`, so callers can
+ * branch on `err.code` instead of parsing messages.
+ */
+export type BalancerErrorCode =
+  /** `options.target` is not a target this package understands. */
+  | 'ERR_INVALID_TARGET'
+  /** An option has a wrong type or value; the message names the field. */
+  | 'ERR_INVALID_OPTION'
+  /** No endpoint is known (resolution failed or returned nothing) or none can take a request. */
+  | 'ERR_NO_ENDPOINTS'
+  /** Every attempt of a request failed; `causes` holds each endpoint's error. */
+  | 'ERR_ALL_ENDPOINTS_FAILED'
+  /** The balancer was closed or destroyed. */
+  | 'ERR_BALANCER_CLOSED';
+
+export class BalancerError extends Error {
+  override readonly name = 'BalancerError';
+  readonly code: BalancerErrorCode;
+
+  constructor(code: BalancerErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+export function invalidOption(field: string, value: unknown, expected: string): BalancerError {
+  return new BalancerError('ERR_INVALID_OPTION', `options.${field} ${expected}; got ${describe(value)}`);
+}
+
+export function invalidTarget(target: string, reason: string): BalancerError {
+  return new BalancerError('ERR_INVALID_TARGET', `options.target ${JSON.stringify(target)}: ${reason}`);
+}
+
+/** A short, safe rendering of a bad value for an error message (never dumps key material). */
+export function describe(value: unknown): string {
+  if (value === undefined) return 'undefined';
+  if (value === null) return 'null';
+  if (Buffer.isBuffer(value)) return `a Buffer of ${value.length} bytes`;
+  if (typeof value === 'string' && value.includes('-----BEGIN')) return `PEM text of ${value.length} characters`;
+  if (typeof value === 'string') return value.length > 60 ? `${JSON.stringify(value.slice(0, 57))}…` : JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (typeof value === 'function') return 'a function';
+  return `an object`;
+}

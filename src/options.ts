@@ -1,0 +1,161 @@
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { isIP } from 'node:net';
+import type * as Undici from 'undici';
+import { invalidOption } from './errors.ts';
+import { createResolver, type Target } from './resolver/parseTarget.ts';
+import type { Resolver } from './resolver/Resolver.ts';
+
+/** The parts of an undici module the balancer builds its connection pools from. */
+export type UndiciModule = Pick<typeof Undici, 'Pool' | 'Agent' | 'Dispatcher1Wrapper'>;
+
+export type Pem = string | Buffer;
+
+export interface TlsOptions {
+  /** CA certificates (PEM) that sign the apiservers' certificates. Default: Node's root store. */
+  ca?: Pem | readonly Pem[];
+  /** Client certificate (PEM) for mutual TLS. Needs `key`. */
+  cert?: Pem;
+  /** Private key (PEM) of `cert`. */
+  key?: Pem;
+  /**
+   * Name the server certificates must carry, sent as SNI. Default: the hostname of the request's
+   * origin; for an IP origin, that IP is verified and no SNI is sent. The dialled endpoint's own
+   * address never decides.
+   */
+  servername?: string;
+  /** `false` turns certificate verification off. Only for a kubeconfig that says so. Default `true`. */
+  rejectUnauthorized?: boolean;
+}
+
+export interface BalancerOptions {
+  /**
+   * Where the apiservers are: a URI (`static:///10.0.0.1:6443,10.0.0.2:6443`), a resolver object,
+   * or an array of `{ address, port, weight?, priority? }`. Required.
+   */
+  target: Target;
+  /**
+   * Only requests to this origin (e.g. `https://kubernetes.default.svc:443`) are balanced; requests
+   * to any other origin go unchanged through a plain undici `Agent`. Default: every request is balanced.
+   */
+  origin?: string | URL;
+  /** TLS settings used for every endpoint. */
+  tls?: TlsOptions;
+  /**
+   * The undici module to build connection pools from, so they match the caller's `fetch`
+   * (`@kubernetes/client-node` brings its own copy). Default: the undici this package resolves.
+   */
+  undici?: UndiciModule;
+  /** Milliseconds allowed for TCP + TLS connection setup to one endpoint. Default 1000. */
+  connectTimeout?: number;
+  /** Milliseconds an idle keep-alive connection is kept open. Default 30000. */
+  keepAliveTimeout?: number;
+}
+
+export const defaultOptions = {
+  connectTimeout: 1_000,
+  keepAliveTimeout: 30_000,
+} as const;
+
+/** Options after validation, with defaults applied. */
+export interface ResolvedOptions {
+  resolver: Resolver;
+  origin: URL | undefined;
+  tls: Required<Pick<TlsOptions, 'rejectUnauthorized'>> & Omit<TlsOptions, 'rejectUnauthorized'>;
+  undici: UndiciModule | undefined;
+  connectTimeout: number;
+  keepAliveTimeout: number;
+}
+
+/** Validates everything up front so a bad option fails at construction, naming the field. */
+export function resolveOptions(options: BalancerOptions): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) throw invalidOption('', options, 'must be an object');
+  if (options.target === undefined) throw invalidOption('target', undefined, 'is required');
+  const resolver = createResolver(options.target);
+  return {
+    resolver,
+    origin: options.origin === undefined ? undefined : parseOrigin(options.origin),
+    tls: validateTls(options.tls ?? {}),
+    undici: validateUndici(options.undici),
+    connectTimeout: positiveMs('connectTimeout', options.connectTimeout ?? defaultOptions.connectTimeout),
+    keepAliveTimeout: positiveMs('keepAliveTimeout', options.keepAliveTimeout ?? defaultOptions.keepAliveTimeout),
+  };
+}
+
+function parseOrigin(origin: string | URL): URL {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    throw invalidOption('origin', origin, 'must be an absolute URL like https://kubernetes.default.svc');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalidOption('origin', String(origin), 'must use https: or http:');
+  if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash || url.username || url.password) {
+    throw invalidOption('origin', String(origin), 'must be an origin only (scheme, host, port), without path, query or credentials');
+  }
+  return new URL(url.origin);
+}
+
+function validateTls(tls: TlsOptions): ResolvedOptions['tls'] {
+  if (typeof tls !== 'object' || tls === null) throw invalidOption('tls', tls, 'must be an object');
+  if (tls.ca !== undefined) {
+    const list: readonly unknown[] = Array.isArray(tls.ca) ? tls.ca : [tls.ca];
+    list.forEach((pem, i) => checkCertificates(Array.isArray(tls.ca) ? `tls.ca[${i}]` : 'tls.ca', pem));
+  }
+  if (tls.cert !== undefined) checkCertificates('tls.cert', tls.cert);
+  if ((tls.cert === undefined) !== (tls.key === undefined)) {
+    throw invalidOption(tls.cert === undefined ? 'tls.cert' : 'tls.key', undefined, 'is required when the other of tls.cert/tls.key is given');
+  }
+  if (tls.key !== undefined) {
+    if (!isPem(tls.key)) throw invalidOption('tls.key', tls.key, 'must be a PEM private key (string or Buffer)');
+    try {
+      createPrivateKey(tls.key);
+    } catch (err) {
+      throw invalidOption('tls.key', tls.key, `must be a valid PEM private key (${(err as Error).message})`);
+    }
+  }
+  if (tls.servername !== undefined && (typeof tls.servername !== 'string' || tls.servername === '' || /[\s/]/.test(tls.servername))) {
+    throw invalidOption('tls.servername', tls.servername, 'must be a host name or IP address');
+  }
+  if (tls.rejectUnauthorized !== undefined && typeof tls.rejectUnauthorized !== 'boolean') {
+    throw invalidOption('tls.rejectUnauthorized', tls.rejectUnauthorized, 'must be a boolean');
+  }
+  return { ...tls, rejectUnauthorized: tls.rejectUnauthorized !== false };
+}
+
+function isPem(value: unknown): value is Pem {
+  return (typeof value === 'string' || Buffer.isBuffer(value)) && value.toString().includes('-----BEGIN ');
+}
+
+function checkCertificates(field: string, value: unknown): void {
+  if (!isPem(value)) throw invalidOption(field, value, 'must be PEM certificate text (string or Buffer)');
+  const blocks = value.toString().match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g);
+  if (!blocks) throw invalidOption(field, value, 'holds no "-----BEGIN CERTIFICATE-----" block');
+  for (const block of blocks) {
+    try {
+      new X509Certificate(block);
+    } catch (err) {
+      throw invalidOption(field, value, `holds a certificate that does not parse (${(err as Error).message})`);
+    }
+  }
+}
+
+function validateUndici(undici: UndiciModule | undefined): UndiciModule | undefined {
+  if (undici === undefined) return undefined;
+  if (typeof undici !== 'object' || undici === null || typeof undici.Pool !== 'function' || typeof undici.Agent !== 'function') {
+    throw invalidOption('undici', undici, 'must be an undici module (with Pool and Agent)');
+  }
+  if (typeof undici.Dispatcher1Wrapper !== 'function') {
+    throw invalidOption('undici', undici, 'must be undici 8 or newer (Dispatcher1Wrapper is missing)');
+  }
+  return undici;
+}
+
+function positiveMs(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw invalidOption(field, value, 'must be a positive number of milliseconds');
+  return value;
+}
+
+/** True for an IPv4/IPv6 literal (brackets allowed), which is verified as an IP, never sent as SNI. */
+export function isIpLiteral(host: string): boolean {
+  return isIP(host.replace(/^\[|\]$/g, '')) !== 0;
+}

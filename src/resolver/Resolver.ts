@@ -1,0 +1,42 @@
+/**
+ * A resolver turns a target into a stream of complete endpoint sets (gRPC's naming model). The
+ * balancer calls `start` once, `refresh` when it suspects the set is stale (a connection failed),
+ * and `close` when it is closed.
+ *
+ * Contract for implementations (ours and users'):
+ * - `endpoints` always receives the whole current set, never a delta, and only when it changed.
+ * - A failure never empties the set: report it through `error` and keep the last good answer.
+ */
+export interface Resolver {
+  start(listener: ResolverListener): void;
+  /** Re-resolve soon. Implementations rate-limit this themselves. */
+  refresh?(): void;
+  close?(): void | Promise<void>;
+}
+
+export interface ResolverListener {
+  endpoints(set: readonly EndpointAddress[]): void;
+  /** Resolution failed; the previous set (if any) stays in use. */
+  error(error: Error): void;
+  /** Something the operator should know that is not a failure (e.g. serving a stale answer). */
+  warning?(message: string): void;
+}
+
+export interface EndpointAddress {
+  /** IPv4 or IPv6 literal, without brackets. */
+  address: string;
+  port: number;
+  /** Relative share of traffic within its priority. Default 1. */
+  weight?: number;
+  /** Lower is preferred (SRV semantics). Default 0. */
+  priority?: number;
+  /** Seconds the record that produced this endpoint stays valid, when known (informational). */
+  ttl?: number;
+  /** Where the endpoint came from, e.g. `static`, `dns+srv`, `kubernetes` (informational). */
+  source?: string;
+}
+
+/** `address:port`, with IPv6 in brackets: the identity of an endpoint across updates. */
+export function endpointKey(endpoint: Pick<EndpointAddress, 'address' | 'port'>): string {
+  return endpoint.address.includes(':') ? `[${endpoint.address}]:${endpoint.port}` : `${endpoint.address}:${endpoint.port}`;
+}

@@ -1,0 +1,82 @@
+import { isIP } from 'node:net';
+import { describe, invalidTarget } from '../errors.ts';
+import type { EndpointAddress, Resolver } from './Resolver.ts';
+import { StaticResolver } from './StaticResolver.ts';
+
+/** What a target may be: a URI, a resolver object, or a list of endpoints. */
+export type Target = string | Resolver | readonly EndpointAddress[];
+
+export function isResolver(value: unknown): value is Resolver {
+  return typeof value === 'object' && value !== null && typeof (value as Resolver).start === 'function';
+}
+
+/** Builds the resolver for a target; throws `ERR_INVALID_TARGET` for anything it cannot use. */
+export function createResolver(target: Target): Resolver {
+  if (isResolver(target)) return target;
+  if (Array.isArray(target)) return new StaticResolver(validateEndpointList(target as readonly EndpointAddress[]));
+  if (typeof target !== 'string') {
+    throw invalidTarget(describe(target), 'must be a URI string, a resolver object or an array of endpoints');
+  }
+  const match = /^([a-z][a-z0-9+.-]*):\/\/([^/]*)\/(.*)$/i.exec(target);
+  if (!match) throw invalidTarget(target, 'expected <scheme>:///<name>, e.g. static:///10.0.0.1:6443,10.0.0.2:6443');
+  const [, scheme = '', authority = '', rest = ''] = match;
+  switch (scheme.toLowerCase()) {
+    case 'static':
+      if (authority !== '') throw invalidTarget(target, 'static targets take no authority: use static:///ip:port,…');
+      return new StaticResolver(parseStaticList(target, rest));
+    default:
+      throw invalidTarget(target, `unknown scheme "${scheme}:" (known: static:)`);
+  }
+}
+
+/** `10.0.0.1:6443?weight=3&priority=1,[::1]:6443` → endpoints. */
+export function parseStaticList(target: string, list: string): EndpointAddress[] {
+  if (list.trim() === '') throw invalidTarget(target, 'lists no endpoint');
+  return list.split(',').map((item) => parseStaticItem(target, item.trim()));
+}
+
+function parseStaticItem(target: string, item: string): EndpointAddress {
+  const [hostPort = '', query] = item.split('?', 2);
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d+)$/.exec(hostPort);
+  if (!m) throw invalidTarget(target, `endpoint "${item}" must be ip:port or [ipv6]:port`);
+  const address = m[1] ?? m[2] ?? '';
+  if (isIP(address) === 0) throw invalidTarget(target, `"${address}" is not an IP address (use dns:/// for names)`);
+  if (m[1] !== undefined && isIP(address) !== 6) throw invalidTarget(target, `"[${address}]" is not an IPv6 address`);
+  if (m[2] !== undefined && isIP(address) !== 4) throw invalidTarget(target, `IPv6 address "${address}" must be in brackets`);
+  const port = Number(m[3]);
+  if (!isPort(port)) throw invalidTarget(target, `port ${m[3]} of "${item}" is not in 1–65535`);
+  const endpoint: EndpointAddress = { address, port };
+  if (query !== undefined) {
+    for (const [key, value] of new URLSearchParams(query)) {
+      if (key !== 'weight' && key !== 'priority') throw invalidTarget(target, `unknown parameter "${key}" on "${item}"`);
+      const n = Number(value);
+      if (value === '' || !Number.isInteger(n) || n < 0 || n > 65535) {
+        throw invalidTarget(target, `${key}=${value} on "${item}" must be an integer in 0–65535`);
+      }
+      endpoint[key] = n;
+    }
+  }
+  return endpoint;
+}
+
+function validateEndpointList(list: readonly EndpointAddress[]): EndpointAddress[] {
+  if (list.length === 0) throw invalidTarget('[]', 'lists no endpoint');
+  return list.map((e, i) => {
+    const where = `options.target[${i}]`;
+    if (typeof e !== 'object' || e === null || typeof e.address !== 'string' || isIP(e.address) === 0) {
+      throw invalidTarget(where, 'address must be an IP address string');
+    }
+    if (!isPort(e.port)) throw invalidTarget(where, `port ${String(e.port)} is not an integer in 1–65535`);
+    for (const key of ['weight', 'priority'] as const) {
+      const v = e[key];
+      if (v !== undefined && (!Number.isInteger(v) || v < 0 || v > 65535)) {
+        throw invalidTarget(where, `${key} ${String(v)} must be an integer in 0–65535`);
+      }
+    }
+    return { address: e.address, port: e.port, weight: e.weight, priority: e.priority };
+  });
+}
+
+function isPort(n: unknown): n is number {
+  return typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= 65535;
+}

@@ -1,0 +1,84 @@
+import test, { type ExecutionContext } from 'ava';
+import { certs } from '../fixtures/certs/index.ts';
+import { BalancerError, createBalancer, type BalancerErrorCode, type BalancerOptions } from '../src/index.ts';
+
+function rejects(t: ExecutionContext, options: unknown, code: BalancerErrorCode, message: RegExp): void {
+  const error = t.throws(() => createBalancer(options as BalancerOptions), { instanceOf: BalancerError });
+  t.is(error?.code, code);
+  t.regex(error?.message ?? '', message);
+}
+
+const invalidTargets: Array<[unknown, RegExp]> = [
+  ['static:///', /lists no endpoint/],
+  ['static:///127.0.0.1', /must be ip:port/],
+  ['static:///127.0.0.1:0', /port 0 .* not in 1–65535/],
+  ['static:///127.0.0.1:65536', /port 65536/],
+  ['static:///127.0.0.1:http', /must be ip:port/],
+  ['static:///kubernetes.local:6443', /not an IP address/],
+  ['static:///::1:6443', /must be ip:port|brackets/],
+  ['static:///[127.0.0.1]:6443', /not an IPv6 address/],
+  ['static:///127.0.0.1:6443?weight=-1', /weight=-1/],
+  ['static:///127.0.0.1:6443?zone=a', /unknown parameter "zone"/],
+  ['static://host/127.0.0.1:6443', /no authority/],
+  ['gopher:///x', /unknown scheme "gopher:"/],
+  ['127.0.0.1:6443', /expected <scheme>:\/\/\/<name>/],
+  ['', /expected <scheme>/],
+  [42, /options.target "42": must be a URI string/],
+  [[], /lists no endpoint/],
+  [[{ address: 'localhost', port: 1 }], /options.target\[0\].*IP address/],
+  [[{ address: '10.0.0.1', port: 99999 }], /port 99999/],
+  [[{ address: '10.0.0.1', port: 1, weight: 1.5 }], /weight 1.5/],
+];
+
+for (const [target, message] of invalidTargets) {
+  test(`target ${JSON.stringify(target)} is rejected with ERR_INVALID_TARGET`, (t) => {
+    rejects(t, { target }, 'ERR_INVALID_TARGET', message);
+  });
+}
+
+const invalidOptions: Array<[string, unknown, RegExp]> = [
+  ['missing target', { target: undefined }, /options.target is required/],
+  ['options not an object', null, /must be an object/],
+  ['tls.ca not PEM', { tls: { ca: 'hello' } }, /options.tls.ca must be PEM/],
+  ['tls.ca PEM without certificate', { tls: { ca: certs.apiserver.key } }, /options.tls.ca holds no/],
+  ['tls.ca[1] not PEM', { tls: { ca: [certs.ca, Buffer.from('x')] } }, /options.tls.ca\[1\] must be PEM.*Buffer of 1 bytes/],
+  ['tls.ca broken certificate', { tls: { ca: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----' } }, /does not parse/],
+  ['tls.cert without key', { tls: { cert: certs.client.cert } }, /options.tls.key is required/],
+  ['tls.key without cert', { tls: { key: certs.client.key } }, /options.tls.cert is required/],
+  ['tls.key not a key', { tls: { cert: certs.client.cert, key: certs.ca } }, /options.tls.key must be a valid PEM private key/],
+  ['tls.servername empty', { tls: { servername: '' } }, /options.tls.servername/],
+  ['tls.rejectUnauthorized a string', { tls: { rejectUnauthorized: 'no' } }, /options.tls.rejectUnauthorized must be a boolean; got "no"/],
+  ['origin not a URL', { origin: 'kubernetes' }, /options.origin must be an absolute URL/],
+  ['origin with a path', { origin: 'https://kubernetes.default.svc/api' }, /options.origin must be an origin only/],
+  ['origin ftp', { origin: 'ftp://x' }, /options.origin must use https: or http:/],
+  ['undici not a module', { undici: {} }, /options.undici must be an undici module/],
+  ['connectTimeout zero', { connectTimeout: 0 }, /options.connectTimeout must be a positive number/],
+  ['keepAliveTimeout NaN', { keepAliveTimeout: Number.NaN }, /options.keepAliveTimeout/],
+];
+
+for (const [name, options, message] of invalidOptions) {
+  test(`${name} is rejected with ERR_INVALID_OPTION`, (t) => {
+    rejects(t, options === null ? null : { target: 'static:///127.0.0.1:6443', ...(options as object) }, 'ERR_INVALID_OPTION', message);
+  });
+}
+
+test('key material never appears in an error message', (t) => {
+  const error = t.throws(() => createBalancer({ target: 'static:///127.0.0.1:6443', tls: { cert: certs.client.cert, key: certs.ca } }));
+  t.false(error?.message.includes('BEGIN'));
+});
+
+test('valid options are accepted', async (t) => {
+  const balancer = createBalancer({
+    target: 'static:///127.0.0.1:6443?weight=3,[::1]:6443?priority=1',
+    origin: 'https://kubernetes.default.svc:443',
+    tls: { ca: [certs.ca, Buffer.from(certs.foreignCa)], cert: certs.client.cert, key: Buffer.from(certs.client.key), servername: 'kubernetes' },
+  });
+  t.deepEqual(
+    balancer.endpoints().map((e) => [e.address, e.port, e.weight, e.priority]),
+    [
+      ['127.0.0.1', 6443, 3, 0],
+      ['::1', 6443, 1, 1],
+    ],
+  );
+  await balancer.close();
+});
