@@ -5,3 +5,4 @@ export { defaultOptions } from './options.ts';
 export type { EndpointInfo, EndpointState } from './balancer/Endpoint.ts';
 export type { EndpointAddress, Resolver, ResolverListener } from './resolver/Resolver.ts';
 export type { Target } from './resolver/parseTarget.ts';
+export type { Clock, ClockTimer } from './clock.ts';

@@ -1,6 +1,7 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { isIP } from 'node:net';
 import type * as Undici from 'undici';
+import { systemClock, type Clock } from './clock.ts';
 import { invalidOption } from './errors.ts';
 import { createResolver, type Target } from './resolver/parseTarget.ts';
 import type { Resolver } from './resolver/Resolver.ts';
@@ -49,6 +50,8 @@ export interface BalancerOptions {
   connectTimeout?: number;
   /** Milliseconds an idle keep-alive connection is kept open. Default 30000. */
   keepAliveTimeout?: number;
+  /** Time source for every timer and measurement. For tests; default: the system clock. */
+  clock?: Clock;
 }
 
 export const defaultOptions = {
@@ -64,6 +67,7 @@ export interface ResolvedOptions {
   undici: UndiciModule | undefined;
   connectTimeout: number;
   keepAliveTimeout: number;
+  clock: Clock;
 }
 
 /** Validates everything up front so a bad option fails at construction, naming the field. */
@@ -78,6 +82,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     undici: validateUndici(options.undici),
     connectTimeout: positiveMs('connectTimeout', options.connectTimeout ?? defaultOptions.connectTimeout),
     keepAliveTimeout: positiveMs('keepAliveTimeout', options.keepAliveTimeout ?? defaultOptions.keepAliveTimeout),
+    clock: validateClock(options.clock),
   };
 }
 
@@ -148,6 +153,14 @@ function validateUndici(undici: UndiciModule | undefined): UndiciModule | undefi
     throw invalidOption('undici', undici, 'must be undici 8 or newer (Dispatcher1Wrapper is missing)');
   }
   return undici;
+}
+
+function validateClock(clock: Clock | undefined): Clock {
+  if (clock === undefined) return systemClock;
+  if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
+    throw invalidOption('clock', clock, 'must have now(), setTimeout() and clearTimeout()');
+  }
+  return clock;
 }
 
 function positiveMs(field: string, value: unknown): number {
