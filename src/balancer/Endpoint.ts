@@ -33,6 +33,13 @@ export class Endpoint {
   weight: number;
   priority: number;
   state: EndpointState = 'ready';
+  /** Clock time (ms) it last became ready, by joining or by coming back; slow start ramps from here. */
+  readySince: number;
+  /**
+   * Multiplier on `weight` set by health (e.g. lowered after 429s from API Priority and Fairness),
+   * in (0, 1]. The picker uses `weight × weightFactor` as the endpoint's share.
+   */
+  weightFactor = 1;
   /** Set once the resolver stops listing it: no new requests, in-flight ones finish. */
   removed = false;
   inFlight = 0;
@@ -40,7 +47,8 @@ export class Endpoint {
   requests = 0;
   failures = 0;
 
-  constructor(address: EndpointAddress) {
+  constructor(address: EndpointAddress, now: number) {
+    this.readySince = now;
     this.key = endpointKey(address);
     this.address = address.address;
     this.port = address.port;

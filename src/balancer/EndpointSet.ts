@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts';
 import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
 import { Endpoint } from './Endpoint.ts';
 import type { Picker, PickRequest } from './Picker.ts';
@@ -13,11 +14,16 @@ export interface EndpointSetChange {
  * Updates are applied as diffs: an endpoint listed before and after keeps its counters and pools.
  */
 export class EndpointSet {
+  readonly #clock: Clock;
   readonly #endpoints = new Map<string, Endpoint>();
   /** Random start so that many clients do not all begin on the same apiserver. */
   readonly #cursor = { next: Math.floor(Math.random() * 0x7fffffff) };
   #picker: Picker = new RoundRobinPicker([], this.#cursor);
   #known = false;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
 
   /** True once the resolver has produced a first set. */
   get known(): boolean {
@@ -55,7 +61,7 @@ export class EndpointSet {
         existing.weight = address.weight ?? 1;
         existing.priority = address.priority ?? 0;
       } else {
-        const endpoint = new Endpoint(address);
+        const endpoint = new Endpoint(address, this.#clock.now());
         this.#endpoints.set(key, endpoint);
         added.push(endpoint);
       }

@@ -36,7 +36,7 @@ export class Balancer extends undici.Dispatcher {
   readonly #options: ResolvedOptions;
   readonly #undici: UndiciModule;
   readonly #resolver: Resolver;
-  readonly #set = new EndpointSet();
+  readonly #set: EndpointSet;
   readonly #pools: EndpointPools;
   readonly #verifications = new Map<string, Verification>();
   /** Parsed request origins: a client talks to a handful, and parsing a URL per request costs. */
@@ -53,6 +53,7 @@ export class Balancer extends undici.Dispatcher {
     this.#options = resolveOptions(options);
     this.#undici = this.#options.undici ?? undici;
     this.#resolver = this.#options.resolver;
+    this.#set = new EndpointSet(this.#options.clock);
     this.#pools = new EndpointPools(this.#undici, this.#options, (event, origin, targets, error) =>
       this.#emit(event, origin, [this, ...targets], error),
     );
