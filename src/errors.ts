@@ -17,10 +17,13 @@ export type BalancerErrorCode =
 export class BalancerError extends Error {
   override readonly name = 'BalancerError';
   readonly code: BalancerErrorCode;
+  /** For `ERR_ALL_ENDPOINTS_FAILED`: each endpoint tried (`ip:port`) and its error, in order. */
+  readonly causes: ReadonlyArray<{ endpoint: string; error: Error }>;
 
-  constructor(code: BalancerErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: BalancerErrorCode, message: string, options?: { cause?: unknown; causes?: ReadonlyArray<{ endpoint: string; error: Error }> }) {
     super(message, options);
     this.code = code;
+    this.causes = options?.causes ?? [];
   }
 }
 

@@ -50,13 +50,61 @@ export interface BalancerOptions {
   connectTimeout?: number;
   /** Milliseconds an idle keep-alive connection is kept open. Default 30000. */
   keepAliveTimeout?: number;
+  /**
+   * Milliseconds to wait for the response headers of a request that is not long-running, on one
+   * endpoint, before trying another (GET/HEAD) or failing: the last line against an apiserver that
+   * accepts but never answers (the probe usually catches it sooner). Default 30000.
+   */
+  requestTimeout?: number;
+  /** Attempts per request, each on a different endpoint. Default 3. */
+  maxAttempts?: number;
+  /**
+   * Retries in flight may not exceed `percent` % of the requests in flight plus `min`, so an outage
+   * of every apiserver cannot multiply the load (Envoy's and Finagle's defaults). Default `{ percent: 20, min: 3 }`.
+   */
+  retryBudget?: { percent?: number; min?: number };
+  /**
+   * A one-shot request body (a stream; `fetch` always sends one) up to this many bytes is read into
+   * memory so it can be sent again after a 429 or a refused connection. Default 4 MiB.
+   */
+  maxBufferedBody?: number;
+  /** Consecutive 5xx (or request timeouts) that eject an endpoint. Default 5. */
+  consecutive5xx?: number;
+  /** Ejection time after the first failure; doubles per ejection in a row, with ±20 % jitter. Default 1000. */
+  baseEjectionMs?: number;
+  /** Upper bound of an ejection. Default 30000. */
+  maxEjectionMs?: number;
+  /** 5xx-based ejections never take out more than this percentage of the endpoints. Default 50. */
+  maxEjectionPercent?: number;
+  /** Active health probes (`GET /readyz` on every endpoint), or `false` to turn them off. */
+  probe?: ProbeOptions | false;
   /** Time source for every timer and measurement. For tests; default: the system clock. */
   clock?: Clock;
+}
+
+export interface ProbeOptions {
+  /** Path probed on every endpoint. Default `/readyz` (fails as soon as an apiserver begins shutting down). */
+  path?: string;
+  /** Milliseconds between probes of one endpoint, ±20 % jitter. Default 2000. */
+  intervalMs?: number;
+  /** Milliseconds a probe may take. Default 1000. */
+  timeoutMs?: number;
+  /** Extra headers, e.g. `authorization` where anonymous access to /readyz is disabled. Default none. */
+  headers?: Record<string, string>;
 }
 
 export const defaultOptions = {
   connectTimeout: 1_000,
   keepAliveTimeout: 30_000,
+  requestTimeout: 30_000,
+  maxAttempts: 3,
+  retryBudget: { percent: 20, min: 3 },
+  maxBufferedBody: 4 * 1024 * 1024,
+  consecutive5xx: 5,
+  baseEjectionMs: 1_000,
+  maxEjectionMs: 30_000,
+  maxEjectionPercent: 50,
+  probe: { path: '/readyz', intervalMs: 2_000, timeoutMs: 1_000, headers: {} },
 } as const;
 
 /** Options after validation, with defaults applied. */
@@ -67,6 +115,15 @@ export interface ResolvedOptions {
   undici: UndiciModule | undefined;
   connectTimeout: number;
   keepAliveTimeout: number;
+  requestTimeout: number;
+  maxAttempts: number;
+  retryBudget: { percent: number; min: number };
+  maxBufferedBody: number;
+  consecutive5xx: number;
+  baseEjectionMs: number;
+  maxEjectionMs: number;
+  maxEjectionPercent: number;
+  probe: Required<ProbeOptions> | false;
   clock: Clock;
 }
 
@@ -82,6 +139,15 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     undici: validateUndici(options.undici),
     connectTimeout: positiveMs('connectTimeout', options.connectTimeout ?? defaultOptions.connectTimeout),
     keepAliveTimeout: positiveMs('keepAliveTimeout', options.keepAliveTimeout ?? defaultOptions.keepAliveTimeout),
+    requestTimeout: positiveMs('requestTimeout', options.requestTimeout ?? defaultOptions.requestTimeout),
+    maxAttempts: integerIn('maxAttempts', options.maxAttempts ?? defaultOptions.maxAttempts, 1, 10),
+    retryBudget: validateRetryBudget(options.retryBudget),
+    maxBufferedBody: integerIn('maxBufferedBody', options.maxBufferedBody ?? defaultOptions.maxBufferedBody, 0, 2 ** 30),
+    consecutive5xx: integerIn('consecutive5xx', options.consecutive5xx ?? defaultOptions.consecutive5xx, 1, 1000),
+    baseEjectionMs: positiveMs('baseEjectionMs', options.baseEjectionMs ?? defaultOptions.baseEjectionMs),
+    maxEjectionMs: positiveMs('maxEjectionMs', options.maxEjectionMs ?? defaultOptions.maxEjectionMs),
+    maxEjectionPercent: integerIn('maxEjectionPercent', options.maxEjectionPercent ?? defaultOptions.maxEjectionPercent, 0, 100),
+    probe: validateProbe(options.probe),
     clock: validateClock(options.clock),
   };
 }
@@ -153,6 +219,40 @@ function validateUndici(undici: UndiciModule | undefined): UndiciModule | undefi
     throw invalidOption('undici', undici, 'must be undici 8 or newer (Dispatcher1Wrapper is missing)');
   }
   return undici;
+}
+
+function validateRetryBudget(budget: BalancerOptions['retryBudget']): ResolvedOptions['retryBudget'] {
+  if (budget === undefined) return { ...defaultOptions.retryBudget };
+  if (typeof budget !== 'object' || budget === null) throw invalidOption('retryBudget', budget, 'must be an object { percent, min }');
+  return {
+    percent: integerIn('retryBudget.percent', budget.percent ?? defaultOptions.retryBudget.percent, 0, 100),
+    min: integerIn('retryBudget.min', budget.min ?? defaultOptions.retryBudget.min, 0, 1_000_000),
+  };
+}
+
+function validateProbe(probe: BalancerOptions['probe']): ResolvedOptions['probe'] {
+  if (probe === false) return false;
+  if (probe === undefined) return { ...defaultOptions.probe, headers: {} };
+  if (typeof probe !== 'object' || probe === null) throw invalidOption('probe', probe, 'must be an object or false');
+  const path = probe.path ?? defaultOptions.probe.path;
+  if (typeof path !== 'string' || !path.startsWith('/')) throw invalidOption('probe.path', path, 'must be a path starting with "/"');
+  const headers = probe.headers ?? {};
+  if (typeof headers !== 'object' || headers === null || Object.values(headers).some((v) => typeof v !== 'string')) {
+    throw invalidOption('probe.headers', headers, 'must be an object of string header values');
+  }
+  return {
+    path,
+    intervalMs: positiveMs('probe.intervalMs', probe.intervalMs ?? defaultOptions.probe.intervalMs),
+    timeoutMs: positiveMs('probe.timeoutMs', probe.timeoutMs ?? defaultOptions.probe.timeoutMs),
+    headers: { ...headers },
+  };
+}
+
+function integerIn(field: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw invalidOption(field, value, `must be an integer from ${min} to ${max}`);
+  }
+  return value;
 }
 
 function validateClock(clock: Clock | undefined): Clock {

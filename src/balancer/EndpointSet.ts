@@ -39,7 +39,14 @@ export class EndpointSet {
   }
 
   pick(request: PickRequest): Endpoint | undefined {
-    return this.#picker.pick(request);
+    const exclude = request.exclude;
+    if (!exclude) return this.#picker.pick(request);
+    // Retries are rare: skipping tried endpoints by picking again keeps the common path simple.
+    for (let i = 0; i < this.#endpoints.size; i++) {
+      const endpoint = this.#picker.pick(request);
+      if (!endpoint || !exclude.has(endpoint)) return endpoint;
+    }
+    return undefined;
   }
 
   update(addresses: readonly EndpointAddress[]): EndpointSetChange {

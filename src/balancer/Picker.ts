@@ -4,6 +4,8 @@ import type { Endpoint } from './Endpoint.ts';
 export interface PickRequest {
   /** Watches, `follow=true` logs and upgrades: balanced by open streams, not by request count. */
   longRunning: boolean;
+  /** Endpoints this request already tried: a retry never goes to the same endpoint twice. */
+  exclude?: ReadonlySet<Endpoint> | undefined;
 }
 
 /**

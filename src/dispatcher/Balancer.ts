@@ -8,8 +8,13 @@ import { isLongRunning } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
 import { resolveOptions, type BalancerOptions, type ResolvedOptions, type UndiciModule } from '../options.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
-import { AttemptHandler, type AttemptOutcome } from './AttemptHandler.ts';
+import { classifyError } from '../health/classifyError.ts';
+import { HealthTracker, type EjectReason, type ProbeResult } from '../health/HealthTracker.ts';
+import { Prober, type ProbeSettings } from '../health/Prober.ts';
+import { retryAfterMs } from '../health/retryAfter.ts';
+import { BalancedRequest, type AttemptOutcome, type RequestHost, type RetryReason } from './BalancedRequest.ts';
 import { EndpointPools } from './EndpointPools.ts';
+import { RetryBudget } from './RetryBudget.ts';
 import { withHost } from './headers.ts';
 import { verificationFor, type Verification } from './tls.ts';
 
@@ -21,6 +26,14 @@ type AnyHandler = DispatchHandler & { onError?: (error: Error) => void };
 export interface BalancerEvents {
   /** The endpoint set changed (resolver update). */
   endpoints: [endpoints: EndpointInfo[]];
+  /** An endpoint stopped taking requests for `durationMs` (connect/TLS failure, 5xx, 429, failed probe). */
+  eject: [endpoint: EndpointInfo, reason: EjectReason, durationMs: number];
+  /** An endpoint takes requests again. */
+  restore: [endpoint: EndpointInfo, via: 'probation' | 'probe' | 'retry-after'];
+  /** An endpoint's apiserver is shutting down or failing /readyz: no new requests, running ones finish. */
+  drain: [endpoint: EndpointInfo, reason: 'probe' | 'shutdown'];
+  /** A request is tried again on another endpoint. */
+  retry: [event: { from: EndpointInfo; to: EndpointInfo; reason: RetryReason; attempt: number }];
   /** Resolution failed; the previous endpoints stay in use. */
   'resolver-error': [error: Error];
   warning: [message: string];
@@ -41,6 +54,13 @@ export class Balancer extends undici.Dispatcher {
   readonly #verifications = new Map<string, Verification>();
   /** Parsed request origins: a client talks to a handful, and parsing a URL per request costs. */
   readonly #origins = new Map<string, URL>();
+  readonly #health: HealthTracker;
+  readonly #prober: Prober | undefined;
+  readonly #budget: RetryBudget;
+  readonly #host: RequestHost;
+  /** The origin probes are sent for: `options.origin`, else the last balanced request's. */
+  #probeOrigin: URL | undefined;
+  #warnedProbeAuth = false;
   #passthrough: Agent | undefined;
   /** Requests that arrived before the first endpoint set. */
   #waiting: Array<() => void> = [];
@@ -57,6 +77,26 @@ export class Balancer extends undici.Dispatcher {
     this.#pools = new EndpointPools(this.#undici, this.#options, (event, origin, targets, error) =>
       this.#emit(event, origin, [this, ...targets], error),
     );
+    const { clock } = this.#options;
+    this.#budget = new RetryBudget(this.#options.retryBudget.percent, this.#options.retryBudget.min);
+    this.#health = new HealthTracker(
+      { ...this.#options, probes: this.#options.probe !== false },
+      clock,
+      {
+        changed: () => this.#set.rebuild(),
+        eject: (endpoint, reason, ms) => this.#emit('eject', endpoint.info(), reason, ms),
+        drain: (endpoint, reason) => this.#emit('drain', endpoint.info(), reason),
+        restore: (endpoint, via) => this.#emit('restore', endpoint.info(), via),
+      },
+      () => this.#set.list(),
+    );
+    this.#probeOrigin = this.#options.origin;
+    if (this.#options.probe !== false) {
+      this.#prober = new Prober(this.#options.probe, clock, (endpoint, settings) => this.#sendProbe(endpoint, settings), (endpoint, result) =>
+        this.#health.probeResult(endpoint, result),
+      );
+    }
+    this.#host = this.#requestHost();
     this.#resolver.start({
       endpoints: (set) => this.#onEndpoints(set),
       error: (error) => this.#onResolverError(error),
@@ -124,6 +164,8 @@ export class Balancer extends undici.Dispatcher {
   async #shutdown(pools: () => Promise<void>, passthrough: () => Promise<void> | undefined): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
+      this.#prober?.close();
+      this.#health.close();
       const error = closedError();
       for (const waiter of this.#readyWaiters) waiter.reject(error);
       this.#readyWaiters = [];
@@ -145,42 +187,118 @@ export class Balancer extends undici.Dispatcher {
   }
 
   #dispatchBalanced(opts: DispatchOptions, origin: URL, handler: DispatchHandler, legacy: boolean): void {
-    try {
-      if (this.#closed) throw closedError();
-      const longRunning = isLongRunning(opts.path, opts.upgrade, opts.query);
-      const endpoint = this.#set.pick({ longRunning });
-      if (!endpoint) throw this.#noEndpoints();
-      const verification = this.#verificationFor(origin);
-      const pool = this.#pools.get(endpoint, origin.protocol, verification, legacy);
-      this.#begin(endpoint, longRunning);
-      const attempt = new AttemptHandler(handler, (outcome) => this.#end(endpoint, longRunning, outcome));
-      pool.dispatch(
-        {
-          ...opts,
-          origin: endpoint.origin(origin.protocol),
-          headers: withHost(opts.headers, origin.host),
-          ...(verification.sni ? { servername: verification.sni } : {}),
-          ...(longRunning && opts.bodyTimeout == null ? { bodyTimeout: 0 } : {}),
-          ...(legacy ? { allowH2: false } : {}),
-        },
-        attempt,
-      );
-    } catch (error) {
-      reportError(handler, error as Error);
+    if (this.#closed) return reportError(handler, closedError());
+    this.#probeOrigin ??= origin;
+    const longRunning = isLongRunning(opts.path, opts.upgrade, opts.query);
+    // undici 8 never runs a legacy (v1) handler over HTTP/2; the endpoint's HTTP/1.1 pool serves it.
+    const request = new BalancedRequest(this.#host, legacy ? { ...opts, allowH2: false } : opts, handler, longRunning);
+    request.start();
+  }
+
+  /** What each request needs from the balancer: picking, sending, and reporting outcomes. */
+  #requestHost(): RequestHost {
+    const options = this.#options;
+    return {
+      maxAttempts: options.maxAttempts,
+      requestTimeout: options.requestTimeout,
+      maxReplayBytes: options.maxBufferedBody,
+      budget: this.#budget,
+      pick: (longRunning, probationOk, exclude) => {
+        if (probationOk) {
+          const probation = this.#health.takeProbation();
+          if (probation && !exclude?.has(probation)) return probation;
+          if (probation) this.#health.releaseProbation(probation);
+        }
+        return this.#set.pick({ longRunning, exclude });
+      },
+      send: (endpoint, opts, handler) => {
+        const origin = this.#parseOrigin(opts.origin);
+        const verification = this.#verificationFor(origin);
+        const pool = this.#pools.get(endpoint, origin.protocol, verification, (opts as DispatchOptions).allowH2 === false);
+        pool.dispatch(
+          {
+            ...opts,
+            origin: endpoint.origin(origin.protocol),
+            headers: withHost(opts.headers, origin.host),
+            ...(verification.sni ? { servername: verification.sni } : {}),
+          },
+          handler,
+        );
+      },
+      attemptStarted: (endpoint, longRunning) => {
+        endpoint.inFlight++;
+        endpoint.requests++;
+        if (longRunning) endpoint.streams++;
+      },
+      attemptEnded: (endpoint, longRunning, outcome) => {
+        endpoint.inFlight--;
+        if (longRunning) endpoint.streams--;
+        this.#judge(endpoint, outcome);
+      },
+      retrying: (from, to, reason, attempt) => this.#emit('retry', { from: from.info(), to: to.info(), reason, attempt }),
+      noEndpoints: () => this.#noEndpoints(),
+    };
+  }
+
+  /** Feeds one attempt's outcome to the endpoint's health. */
+  #judge(endpoint: Endpoint, outcome: AttemptOutcome): void {
+    if (outcome.type === 'aborted') {
+      this.#health.releaseProbation(endpoint);
+      return;
+    }
+    if (outcome.type === 'error') {
+      if (outcome.kind === 'other') return this.#health.releaseProbation(endpoint);
+      endpoint.failures++;
+      if (outcome.kind === 'connect' || outcome.kind === 'tls') {
+        this.#health.connectFailure(endpoint, outcome.kind);
+        // The endpoint may be gone for good: let the resolver look again (it rate-limits itself).
+        this.#resolver.refresh?.();
+      } else {
+        this.#health.serverError(endpoint);
+      }
+      return;
+    }
+    const { statusCode, headers } = outcome;
+    if (statusCode >= 500) {
+      endpoint.failures++;
+      this.#health.serverError(endpoint);
+    } else if (statusCode === 429 && !outcome.eviction) {
+      const wait = retryAfterMs(headers['retry-after']);
+      if (isShutdownResponse(headers, outcome.body)) this.#health.shuttingDown(endpoint, wait);
+      else this.#health.throttled(endpoint, wait);
+    } else {
+      this.#health.success(endpoint);
     }
   }
 
-  #begin(endpoint: Endpoint, longRunning: boolean): void {
-    endpoint.inFlight++;
-    endpoint.requests++;
-    if (longRunning) endpoint.streams++;
-  }
-
-  #end(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void {
-    endpoint.inFlight--;
-    if (longRunning) endpoint.streams--;
-    if (outcome.aborted) return;
-    if (outcome.error !== undefined || (outcome.statusCode !== undefined && outcome.statusCode >= 500)) endpoint.failures++;
+  async #sendProbe(endpoint: Endpoint, settings: ProbeSettings): Promise<ProbeResult | undefined> {
+    const origin = this.#probeOrigin;
+    if (!origin || endpoint.removed || this.#closed) return undefined;
+    const verification = this.#verificationFor(origin);
+    const pool = this.#pools.get(endpoint, origin.protocol, verification, false);
+    try {
+      const res = await pool.request({
+        path: settings.path,
+        method: 'GET',
+        headers: { ...settings.headers, host: origin.host },
+        headersTimeout: settings.timeoutMs,
+        bodyTimeout: settings.timeoutMs,
+        ...(verification.sni ? { servername: verification.sni } : {}),
+      });
+      await res.body.dump();
+      if (res.statusCode === 401 || res.statusCode === 403) {
+        // The apiserver answers but will not say whether it is ready: count that as alive.
+        if (!this.#warnedProbeAuth) {
+          this.#warnedProbeAuth = true;
+          this.#emit('warning', `probe ${settings.path} answered ${res.statusCode}: set probe.headers (authorization) so readiness can be read`);
+        }
+        return 'pass';
+      }
+      return res.statusCode >= 200 && res.statusCode < 400 ? 'pass' : 'fail';
+    } catch (error) {
+      const kind = classifyError(error);
+      return kind === 'connect' || kind === 'tls' ? 'unreachable' : 'fail';
+    }
   }
 
   #parseOrigin(origin: DispatchOptions['origin']): URL {
@@ -218,8 +336,13 @@ export class Balancer extends undici.Dispatcher {
       this.#emit('warning', 'resolver reported no endpoints; keeping the previous set');
       return;
     }
-    const { removed } = this.#set.update(addresses);
-    for (const endpoint of removed) void this.#pools.retire(endpoint);
+    const { added, removed } = this.#set.update(addresses);
+    for (const endpoint of removed) {
+      this.#prober?.remove(endpoint);
+      this.#health.forget(endpoint);
+      void this.#pools.retire(endpoint);
+    }
+    for (const endpoint of added) this.#prober?.add(endpoint);
     this.#emit('endpoints', this.endpoints());
     if (addresses.length > 0) {
       for (const waiter of this.#readyWaiters) waiter.resolve();
@@ -262,6 +385,17 @@ export function createBalancer(options: BalancerOptions): Balancer {
   return new Balancer(options);
 }
 
+
+/**
+ * A 429 from an apiserver that is shutting down (`--shutdown-send-retry-after`) rather than from API
+ * Priority and Fairness: it closes the connection (HTTP/1.1; on HTTP/2 Go turns that into GOAWAY)
+ * and says so in its body, and carries none of APF's `X-Kubernetes-PF-*` headers.
+ */
+function isShutdownResponse(headers: Record<string, string | string[] | undefined>, body: string): boolean {
+  if (String(headers.connection ?? '').toLowerCase().includes('close')) return true;
+  if (body.includes('shutting down')) return true;
+  return false;
+}
 
 /** Wraps a v1 handler (Node's built-in fetch, undici 7) for the v2 core of undici 8. */
 function wrapLegacyHandler(module: UndiciModule, handler: DispatchHandler): DispatchHandler {

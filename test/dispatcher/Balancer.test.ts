@@ -129,8 +129,9 @@ test('a server whose certificate comes from a foreign CA: TLS error, and it sees
   const server = await TestServer.start({ host: '127.0.0.2', tls: certs.foreign });
   const balancer = createBalancer({ target: staticTarget([server]), tls: { ca: certs.ca } });
   try {
-    const error = await t.throwsAsync(undici.request(`${ORIGIN}/api`, { dispatcher: balancer }));
-    t.regex(String((error as Error & { code?: string }).code ?? error?.message), /UNABLE_TO_VERIFY|SELF_SIGNED|CERT/);
+    const error = await t.throwsAsync(undici.request(`${ORIGIN}/api`, { dispatcher: balancer }), { instanceOf: BalancerError });
+    t.is(error?.code, 'ERR_ALL_ENDPOINTS_FAILED');
+    t.regex(String((error?.causes[0]?.error as Error & { code?: string }).code), /UNABLE_TO_VERIFY|SELF_SIGNED|CERT/);
     t.is(server.requests.length, 0);
     t.is(balancer.endpoints()[0]?.failures, 1);
   } finally {
@@ -143,8 +144,8 @@ test('a certificate from the right CA but for another name is rejected (the dial
   const server = await TestServer.start({ host: '127.0.0.2', tls: certs.wrongName });
   const balancer = createBalancer({ target: staticTarget([server]), tls: { ca: certs.ca } });
   try {
-    const error = await t.throwsAsync(undici.request(`https://127.0.0.2:${server.port}/api`, { dispatcher: balancer }));
-    t.is((error as Error & { code?: string }).code, 'ERR_TLS_CERT_ALTNAME_INVALID');
+    const error = await t.throwsAsync(undici.request(`https://127.0.0.2:${server.port}/api`, { dispatcher: balancer }), { instanceOf: BalancerError });
+    t.is((error?.cause as Error & { code?: string }).code, 'ERR_TLS_CERT_ALTNAME_INVALID');
     t.is(server.requests.length, 0);
   } finally {
     await balancer.close();
@@ -164,8 +165,12 @@ test('an IP origin is verified against that IP, not against the endpoint, and se
   });
   // 10.96.0.99 is not in the certificate, although every endpoint's own IP is.
   await withCluster(async ({ servers, balancer }) => {
-    const error = await t.throwsAsync(undici.request('https://10.96.0.99/version', { dispatcher: balancer }));
-    t.is((error as Error & { code?: string }).code, 'ERR_TLS_CERT_ALTNAME_INVALID');
+    const error = await t.throwsAsync(undici.request('https://10.96.0.99/version', { dispatcher: balancer }), { instanceOf: BalancerError });
+    t.is(error?.code, 'ERR_ALL_ENDPOINTS_FAILED');
+    t.deepEqual(
+      error?.causes.map((c) => (c.error as Error & { code?: string }).code),
+      ['ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_TLS_CERT_ALTNAME_INVALID'],
+    );
     t.deepEqual(shares(servers), [0, 0, 0]);
   });
 });

@@ -1,0 +1,320 @@
+import type { Duplex } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import type { Endpoint } from '../balancer/Endpoint.ts';
+import { BalancerError } from '../errors.ts';
+import { classifyError, type FailureKind } from '../health/classifyError.ts';
+import { bufferBody, isReplayable } from './body.ts';
+import { ProxyController } from './ProxyController.ts';
+import type { RetryBudget } from './RetryBudget.ts';
+
+type DispatchOptions = Dispatcher.DispatchOptions;
+type Handler = Dispatcher.DispatchHandler;
+type Controller = Dispatcher.DispatchController;
+type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
+
+/** How one attempt on one endpoint ended, as health sees it. */
+export type AttemptOutcome =
+  | { type: 'response'; statusCode: number; headers: Headers; body: string; eviction: boolean }
+  | { type: 'error'; kind: FailureKind; error: Error }
+  | { type: 'aborted' };
+
+export type RetryReason = 'connect' | 'tls' | 'reset' | 'timeout' | 'throttled' | '5xx';
+
+/** What a request needs from the balancer. */
+export interface RequestHost {
+  readonly maxAttempts: number;
+  readonly requestTimeout: number;
+  readonly maxReplayBytes: number;
+  readonly budget: RetryBudget;
+  /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
+  pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
+  /** Sends one attempt to one endpoint. */
+  send(endpoint: Endpoint, opts: DispatchOptions, handler: Handler): void;
+  attemptStarted(endpoint: Endpoint, longRunning: boolean): void;
+  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void;
+  retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number): void;
+  noEndpoints(): BalancerError;
+}
+
+interface Reservation {
+  endpoint: Endpoint;
+  reason: RetryReason;
+}
+
+const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
+
+/**
+ * One caller request across its attempts. A retry goes to another endpoint, never the same one
+ * twice, and only where the design's retry-safety table allows:
+ * - nothing sent (connect or TLS failure, reset before the request started): any method;
+ * - 429 from API Priority and Fairness or a shutting-down apiserver: any method (the apiserver
+ *   rejected the request before running it) — except the Eviction API, whose 429 is an answer;
+ * - reset after the request was written, 5xx, request timeout: GET and HEAD only.
+ * A response that reached the caller is never retried, so a watch is never resumed mid-stream.
+ */
+export class BalancedRequest {
+  readonly host: RequestHost;
+  readonly downstream: Handler;
+  readonly proxy: ProxyController;
+  readonly longRunning: boolean;
+  readonly eviction: boolean;
+  readonly #opts: DispatchOptions;
+  readonly #idempotent: boolean;
+  #replayable = true;
+  #attempts = 0;
+  #tried: Set<Endpoint> | undefined;
+  readonly #causes: Array<{ endpoint: string; error: Error }> = [];
+  /** Where the next attempt goes, reserved (with its retry budget) when a failure was judged retryable. */
+  #next: Reservation | undefined;
+  #started = false;
+  #committed = false;
+  finished = false;
+
+  constructor(host: RequestHost, opts: DispatchOptions, downstream: Handler, longRunning: boolean) {
+    this.host = host;
+    this.downstream = downstream;
+    this.longRunning = longRunning;
+    const method = opts.method.toUpperCase();
+    this.#idempotent = method === 'GET' || method === 'HEAD';
+    this.eviction = method === 'POST' && EVICTION.test(opts.path);
+    this.#opts = {
+      ...opts,
+      // Watches are quiet for minutes; other requests get a deadline for their response headers.
+      ...(longRunning && opts.bodyTimeout == null ? { bodyTimeout: 0 } : {}),
+      ...(!longRunning && opts.headersTimeout == null ? { headersTimeout: host.requestTimeout } : {}),
+    };
+    this.proxy = new ProxyController((reason) => this.#fail(reason, false));
+    host.budget.requests++;
+  }
+
+  start(): void {
+    if (isReplayable(this.#opts.body) || this.#opts.upgrade) return this.#first();
+    // One-shot bodies (fetch always sends one) are read into memory so a retry can send them again.
+    bufferBody(this.#opts.body, this.host.maxReplayBytes).then(
+      ({ body, replayable }) => {
+        (this.#opts as { body: unknown }).body = body;
+        this.#replayable = replayable;
+        if (!this.finished) this.#first();
+      },
+      (error: Error) => this.#fail(error, false),
+    );
+  }
+
+  #first(): void {
+    const endpoint = this.host.pick(this.longRunning, this.#probationOk(), undefined);
+    if (!endpoint) return this.#fail(this.host.noEndpoints(), false);
+    this.#send(endpoint, false);
+  }
+
+  #probationOk(): boolean {
+    return this.#idempotent && !this.longRunning;
+  }
+
+  #send(endpoint: Endpoint, retry: boolean): void {
+    this.#attempts++;
+    (this.#tried ??= new Set()).add(endpoint);
+    const attempt = new Attempt(this, endpoint, retry);
+    this.host.attemptStarted(endpoint, this.longRunning);
+    try {
+      this.host.send(endpoint, this.#opts, attempt);
+    } catch (error) {
+      attempt.onResponseError(null, error as Error);
+    }
+  }
+
+  /**
+   * Whether a failed or rejected attempt may be retried; if so, reserves the next endpoint and a
+   * unit of retry budget. Called while the attempt can still be held back from the caller.
+   */
+  #reserveRetry(attempt: Attempt, reason: RetryReason): boolean {
+    if (this.proxy.aborted || this.finished || this.#attempts >= this.host.maxAttempts) return false;
+    const nothingSent = reason === 'connect' || reason === 'tls' || (reason === 'reset' && !attempt.started);
+    const rejectedBeforeRunning = reason === 'throttled' && !this.eviction;
+    if (!nothingSent && !rejectedBeforeRunning && !this.#idempotent) return false;
+    if (attempt.started && !this.#replayable) return false;
+    const endpoint = this.host.pick(this.longRunning, this.#probationOk(), this.#tried);
+    if (!endpoint || !this.host.budget.tryAcquire()) return false;
+    this.#next = { endpoint, reason };
+    return true;
+  }
+
+  #retryReserved(from: Attempt): void {
+    const next = this.#next as Reservation;
+    this.#next = undefined;
+    if (this.finished) {
+      this.host.budget.release();
+      return;
+    }
+    this.proxy.detach();
+    this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1);
+    this.#send(next.endpoint, true);
+  }
+
+  // ── called by attempts ───────────────────────────────────────────────────
+
+  attemptStarted(attempt: Attempt, controller: Controller, context: unknown): void {
+    attempt.started = true;
+    this.proxy.target = controller;
+    if (this.#started) return;
+    this.#started = true;
+    this.downstream.onRequestStart?.(this.proxy, context);
+  }
+
+  /** True when the response is held back because another endpoint will be tried instead. */
+  holdBack(attempt: Attempt, statusCode: number): boolean {
+    const reason: RetryReason | undefined = statusCode === 429 && !this.eviction ? 'throttled' : statusCode >= 500 ? '5xx' : undefined;
+    if (reason && this.#reserveRetry(attempt, reason)) return true;
+    this.#committed = true;
+    return false;
+  }
+
+  /** A held-back response was read to its end (or broke while being read). */
+  heldBackDone(attempt: Attempt): void {
+    this.#retryReserved(attempt);
+  }
+
+  attemptFailed(attempt: Attempt, error: Error, kind: FailureKind): void {
+    if (this.finished) return;
+    if (this.#committed || kind === 'aborted' || kind === 'other' || this.proxy.aborted) return this.#fail(error, false);
+    this.#causes.push({ endpoint: attempt.endpoint.key, error });
+    if (this.#reserveRetry(attempt, kind)) return this.#retryReserved(attempt);
+    const eligible = kind === 'connect' || kind === 'tls' || (kind === 'reset' && !attempt.started) || this.#idempotent;
+    this.#fail(error, eligible);
+  }
+
+  completed(): void {
+    this.#finish();
+  }
+
+  /**
+   * Ends the request with an error. When retrying was allowed but every endpoint tried failed (or no
+   * other could take it), the error names each endpoint's cause.
+   */
+  #fail(error: Error, exhausted: boolean): void {
+    if (this.finished) return;
+    let reported = error;
+    if (exhausted) {
+      const list = this.#causes.map((c) => `${c.endpoint}: ${describeError(c.error)}`).join('; ');
+      reported = new BalancerError('ERR_ALL_ENDPOINTS_FAILED', `every apiserver endpoint tried failed (${list})`, { cause: error, causes: [...this.#causes] });
+    }
+    this.#finish();
+    this.downstream.onResponseError?.(this.proxy, reported);
+  }
+
+  #finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.host.budget.requests--;
+    if (this.#next) {
+      this.#next = undefined;
+      this.host.budget.release();
+    }
+  }
+}
+
+/** One attempt on one endpoint: forwards to the caller unless its response is held back for a retry. */
+class Attempt implements Handler {
+  readonly endpoint: Endpoint;
+  readonly #request: BalancedRequest;
+  /** Retry attempts hold a unit of the retry budget until they end. */
+  readonly #holdsBudget: boolean;
+  started = false;
+  #heldBack = false;
+  #statusCode = 0;
+  #headers: Headers = {};
+  #body = '';
+  #settled = false;
+
+  constructor(request: BalancedRequest, endpoint: Endpoint, holdsBudget: boolean) {
+    this.#request = request;
+    this.endpoint = endpoint;
+    this.#holdsBudget = holdsBudget;
+  }
+
+  onRequestStart(controller: Controller, context: unknown): void {
+    this.#request.attemptStarted(this, controller, context);
+  }
+
+  onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
+    const request = this.#request;
+    this.#statusCode = statusCode;
+    request.holdBack(this, statusCode);
+    // An upgraded socket (exec, attach, port-forward) is a stream until it closes.
+    socket.once('close', () => {
+      this.#settle({ type: 'response', statusCode, headers, body: '', eviction: false });
+      request.completed();
+    });
+    request.downstream.onRequestUpgrade?.(request.proxy, statusCode, headers, socket);
+  }
+
+  onResponseStart(_controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
+    const request = this.#request;
+    if (request.finished) return;
+    if (statusCode >= 200) {
+      this.#statusCode = statusCode;
+      this.#headers = headers;
+      if (request.holdBack(this, statusCode)) {
+        this.#heldBack = true;
+        return;
+      }
+    }
+    request.downstream.onResponseStart?.(request.proxy, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(_controller: Controller, chunk: Buffer): void {
+    if (this.#heldBack) {
+      // Kept only to tell a shutting-down apiserver's 429 from a throttling one.
+      if (this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
+      return;
+    }
+    if (!this.#request.finished) this.#request.downstream.onResponseData?.(this.#request.proxy, chunk);
+  }
+
+  onResponseEnd(_controller: Controller, trailers: Headers): void {
+    const request = this.#request;
+    this.#settle(this.#responseOutcome());
+    if (this.#heldBack) return request.heldBackDone(this);
+    if (request.finished) return;
+    request.completed();
+    request.downstream.onResponseEnd?.(request.proxy, trailers);
+  }
+
+  onResponseError(_controller: Controller | null, error: Error): void {
+    if (this.#heldBack) {
+      // The held-back response broke while being read; it was rejected anyway.
+      this.#settle(this.#responseOutcome());
+      return this.#request.heldBackDone(this);
+    }
+    const kind = this.#request.proxy.aborted ? 'aborted' : classifyError(error);
+    this.#settle(kind === 'aborted' ? { type: 'aborted' } : { type: 'error', kind, error });
+    this.#request.attemptFailed(this, error, kind);
+  }
+
+  onBodySent(chunk: Buffer): void {
+    this.#request.downstream.onBodySent?.(chunk);
+  }
+
+  onRequestSent(): void {
+    this.#request.downstream.onRequestSent?.();
+  }
+
+  onResponseStarted(): void {
+    this.#request.downstream.onResponseStarted?.();
+  }
+
+  #responseOutcome(): AttemptOutcome {
+    return { type: 'response', statusCode: this.#statusCode, headers: this.#headers, body: this.#body, eviction: this.#request.eviction };
+  }
+
+  #settle(outcome: AttemptOutcome): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    if (this.#holdsBudget) this.#request.host.budget.release();
+    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome);
+  }
+}
+
+function describeError(error: Error): string {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : error.message;
+}

@@ -1,0 +1,69 @@
+import type { Dispatcher } from 'undici';
+
+type Controller = Dispatcher.DispatchController;
+
+/**
+ * The one controller the caller's handler sees for the whole request. Each attempt on an endpoint
+ * has its own connection controller; this forwards to the current one, remembers a pause across
+ * attempts, and reports an abort that arrives between attempts.
+ */
+export class ProxyController implements Controller {
+  #target: Controller | undefined;
+  #paused = false;
+  #aborted = false;
+  #reason: Error | null = null;
+  readonly #onAbort: (reason: Error) => void;
+
+  constructor(onAbort: (reason: Error) => void) {
+    this.#onAbort = onAbort;
+  }
+
+  set target(target: Controller) {
+    this.#target = target;
+    if (this.#aborted) target.abort(this.#reason ?? new Error('aborted'));
+    else if (this.#paused) target.pause();
+  }
+
+  /** The attempt is over: an abort from now on must be reported by the request, not the connection. */
+  detach(): void {
+    this.#target = undefined;
+  }
+
+  get aborted(): boolean {
+    return this.#aborted || (this.#target?.aborted ?? false);
+  }
+
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  get reason(): Error | null {
+    return this.#reason ?? this.#target?.reason ?? null;
+  }
+
+  get rawHeaders(): Controller['rawHeaders'] {
+    return this.#target?.rawHeaders ?? null;
+  }
+
+  get rawTrailers(): Controller['rawTrailers'] {
+    return this.#target?.rawTrailers ?? null;
+  }
+
+  abort(reason: Error): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#reason = reason;
+    if (this.#target) this.#target.abort(reason);
+    else this.#onAbort(reason);
+  }
+
+  pause(): void {
+    this.#paused = true;
+    this.#target?.pause();
+  }
+
+  resume(): void {
+    this.#paused = false;
+    this.#target?.resume();
+  }
+}

@@ -1,0 +1,271 @@
+import type { Endpoint } from '../balancer/Endpoint.ts';
+import type { Clock, ClockTimer } from '../clock.ts';
+
+export interface HealthSettings {
+  /** Consecutive 5xx (or request timeouts) that eject an endpoint. */
+  consecutive5xx: number;
+  /** First ejection length; doubles with each ejection in a row. */
+  baseEjectionMs: number;
+  maxEjectionMs: number;
+  /** Status-based (5xx) ejections never take out more than this share of the endpoints. */
+  maxEjectionPercent: number;
+  /** Active probes run: a draining endpoint then comes back only through passing probes. */
+  probes: boolean;
+}
+
+/** Why an endpoint stopped taking requests. */
+export type EjectReason = 'connect' | 'tls' | '5xx' | 'throttled' | 'probe';
+
+export interface HealthListener {
+  /** Eligibility or weights changed: the picker must be rebuilt. */
+  changed(): void;
+  eject(endpoint: Endpoint, reason: EjectReason, durationMs: number): void;
+  drain(endpoint: Endpoint, reason: 'probe' | 'shutdown'): void;
+  restore(endpoint: Endpoint, via: 'probation' | 'probe' | 'retry-after'): void;
+}
+
+export type ProbeResult = 'pass' | 'fail' | 'unreachable';
+
+interface Health {
+  consecutiveFailures: number;
+  /** Ejections in a row, for the exponential backoff. */
+  ejections: number;
+  lastEjectedAt: number;
+  reason: EjectReason | undefined;
+  timer: ClockTimer | undefined;
+  probationInFlight: boolean;
+  probePasses: number;
+}
+
+/** Passing probes that bring a draining endpoint back (rise), like a readiness probe's successThreshold. */
+const PROBES_TO_RETURN = 2;
+/** 429s halve an endpoint's share down to this floor; each success gives back this much. */
+const MIN_WEIGHT_FACTOR = 0.1;
+const WEIGHT_RECOVERY_STEP = 0.05;
+/** Without a Retry-After, a throttled endpoint rests this long. */
+const DEFAULT_THROTTLE_MS = 1_000;
+
+/**
+ * The health state machine of every endpoint: passive signals from request outcomes, active probe
+ * results, ejection with jittered exponential backoff, one probation request to come back, and
+ * draining. It owns `endpoint.state` and `endpoint.weightFactor`; the picker only reads them.
+ *
+ *   ready ──connect/TLS failure, N×5xx──► ejected ──timer──► probing ──probation ok──► ready
+ *     │  ╲──429 (APF)──► ejected(throttled) ──Retry-After──► ready        └──fails──► ejected (longer)
+ *     └──failing probe, shutdown 429──► draining ──2 passing probes──► ready
+ */
+export class HealthTracker {
+  readonly #settings: HealthSettings;
+  readonly #clock: Clock;
+  readonly #listener: HealthListener;
+  readonly #endpoints: () => readonly Endpoint[];
+  readonly #random: () => number;
+  readonly #health = new Map<Endpoint, Health>();
+  readonly #probing = new Set<Endpoint>();
+
+  constructor(settings: HealthSettings, clock: Clock, listener: HealthListener, endpoints: () => readonly Endpoint[], random = Math.random) {
+    this.#settings = settings;
+    this.#clock = clock;
+    this.#listener = listener;
+    this.#endpoints = endpoints;
+    this.#random = random;
+  }
+
+  /** A connection could not be made or TLS failed: the endpoint is down. */
+  connectFailure(endpoint: Endpoint, reason: 'connect' | 'tls'): void {
+    const h = this.#of(endpoint);
+    h.probationInFlight = false;
+    if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, reason);
+  }
+
+  /** A 5xx or a request timeout. */
+  serverError(endpoint: Endpoint): void {
+    const h = this.#of(endpoint);
+    h.consecutiveFailures++;
+    if (endpoint.state === 'probing' && h.probationInFlight) {
+      h.probationInFlight = false;
+      this.#eject(endpoint, h, '5xx');
+      return;
+    }
+    if (endpoint.state === 'ready' && h.consecutiveFailures >= this.#settings.consecutive5xx && this.#mayEjectForStatus()) {
+      this.#eject(endpoint, h, '5xx');
+    }
+  }
+
+  /** Any answer that is not a server failure: the endpoint works. */
+  success(endpoint: Endpoint): void {
+    const h = this.#health.get(endpoint);
+    if (h) {
+      h.consecutiveFailures = 0;
+      if (endpoint.state === 'probing' && h.probationInFlight) {
+        h.probationInFlight = false;
+        this.#restore(endpoint, h, 'probation');
+        return;
+      }
+    }
+    if (endpoint.weightFactor < 1) {
+      endpoint.weightFactor = Math.min(1, endpoint.weightFactor + WEIGHT_RECOVERY_STEP);
+      this.#listener.changed();
+    }
+  }
+
+  /**
+   * API Priority and Fairness said 429: limits are per apiserver, so only this endpoint's share
+   * drops, and it rests for its Retry-After while the others carry on.
+   */
+  throttled(endpoint: Endpoint, retryAfterMs: number | undefined): void {
+    const h = this.#of(endpoint);
+    h.probationInFlight = false;
+    endpoint.weightFactor = Math.max(MIN_WEIGHT_FACTOR, endpoint.weightFactor / 2);
+    if (endpoint.state === 'ready' || endpoint.state === 'probing') {
+      this.#clearTimer(h);
+      this.#probing.delete(endpoint);
+      const ms = retryAfterMs ?? DEFAULT_THROTTLE_MS;
+      endpoint.state = 'ejected';
+      h.reason = 'throttled';
+      h.timer = this.#clock.setTimeout(() => {
+        h.timer = undefined;
+        if (endpoint.state === 'ejected' && h.reason === 'throttled') this.#restore(endpoint, h, 'retry-after', false);
+      }, ms);
+      this.#listener.eject(endpoint, 'throttled', ms);
+    }
+    this.#listener.changed();
+  }
+
+  /** The apiserver is shutting down (429 + Connection: close): no new requests, running ones finish. */
+  shuttingDown(endpoint: Endpoint, retryAfterMs: number | undefined): void {
+    const h = this.#of(endpoint);
+    h.probationInFlight = false;
+    if (endpoint.state === 'draining') return;
+    if (!this.#settings.probes) {
+      // Nothing would ever bring it back from draining: rest like an ejection, then probation.
+      this.#eject(endpoint, h, 'probe', retryAfterMs);
+      return;
+    }
+    this.#drain(endpoint, h, 'shutdown');
+  }
+
+  /** A probe result: rise and fall like a readiness probe, then probation semantics. */
+  probeResult(endpoint: Endpoint, result: ProbeResult): void {
+    if (endpoint.removed) return;
+    const h = this.#of(endpoint);
+    if (result === 'unreachable') {
+      h.probePasses = 0;
+      if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, 'connect');
+      return;
+    }
+    if (result === 'fail') {
+      h.probePasses = 0;
+      if (endpoint.state === 'ready') this.#drain(endpoint, h, 'probe');
+      else if (endpoint.state === 'probing') this.#eject(endpoint, h, 'probe');
+      return;
+    }
+    h.probePasses++;
+    if (endpoint.state === 'probing') this.#restore(endpoint, h, 'probe');
+    else if (endpoint.state === 'draining' && h.probePasses >= PROBES_TO_RETURN) this.#restore(endpoint, h, 'probe');
+  }
+
+  /**
+   * An endpoint waiting for its probation request, marked as taken; `undefined` when none waits.
+   * O(1) when nothing is probing, which is almost always.
+   */
+  takeProbation(): Endpoint | undefined {
+    if (this.#probing.size === 0) return undefined;
+    for (const endpoint of this.#probing) {
+      const h = this.#of(endpoint);
+      if (!h.probationInFlight) {
+        h.probationInFlight = true;
+        return endpoint;
+      }
+    }
+    return undefined;
+  }
+
+  /** The probation request ended without a verdict (the caller aborted): another may try. */
+  releaseProbation(endpoint: Endpoint): void {
+    const h = this.#health.get(endpoint);
+    if (h) h.probationInFlight = false;
+  }
+
+  /** The endpoint left the set: drop its timers. */
+  forget(endpoint: Endpoint): void {
+    const h = this.#health.get(endpoint);
+    if (h) this.#clearTimer(h);
+    this.#health.delete(endpoint);
+    this.#probing.delete(endpoint);
+  }
+
+  close(): void {
+    for (const h of this.#health.values()) this.#clearTimer(h);
+    this.#health.clear();
+    this.#probing.clear();
+  }
+
+  #of(endpoint: Endpoint): Health {
+    let h = this.#health.get(endpoint);
+    if (!h) {
+      h = { consecutiveFailures: 0, ejections: 0, lastEjectedAt: -Infinity, reason: undefined, timer: undefined, probationInFlight: false, probePasses: 0 };
+      this.#health.set(endpoint, h);
+    }
+    return h;
+  }
+
+  #mayEjectForStatus(): boolean {
+    const all = this.#endpoints();
+    let ejected = 0;
+    for (const e of all) if (e.state === 'ejected' && this.#health.get(e)?.reason === '5xx') ejected++;
+    return ((ejected + 1) * 100) / all.length <= this.#settings.maxEjectionPercent;
+  }
+
+  #eject(endpoint: Endpoint, h: Health, reason: EjectReason, atLeastMs = 0): void {
+    const now = this.#clock.now();
+    const { baseEjectionMs, maxEjectionMs } = this.#settings;
+    // A long healthy stretch forgives earlier ejections.
+    if (now - h.lastEjectedAt > 4 * maxEjectionMs) h.ejections = 0;
+    h.ejections++;
+    h.lastEjectedAt = now;
+    const jitter = 0.8 + 0.4 * this.#random();
+    const ms = Math.max(atLeastMs, Math.min(maxEjectionMs, baseEjectionMs * 2 ** (h.ejections - 1) * jitter));
+    this.#clearTimer(h);
+    this.#probing.delete(endpoint);
+    h.reason = reason;
+    h.probePasses = 0;
+    h.consecutiveFailures = 0;
+    endpoint.state = 'ejected';
+    h.timer = this.#clock.setTimeout(() => {
+      h.timer = undefined;
+      if (endpoint.state !== 'ejected') return;
+      endpoint.state = 'probing';
+      this.#probing.add(endpoint);
+      this.#listener.changed();
+    }, ms);
+    this.#listener.eject(endpoint, reason, ms);
+    this.#listener.changed();
+  }
+
+  #drain(endpoint: Endpoint, h: Health, reason: 'probe' | 'shutdown'): void {
+    this.#clearTimer(h);
+    this.#probing.delete(endpoint);
+    h.probePasses = 0;
+    endpoint.state = 'draining';
+    this.#listener.drain(endpoint, reason);
+    this.#listener.changed();
+  }
+
+  #restore(endpoint: Endpoint, h: Health, via: 'probation' | 'probe' | 'retry-after', slowStart = true): void {
+    this.#clearTimer(h);
+    this.#probing.delete(endpoint);
+    h.reason = undefined;
+    h.probePasses = 0;
+    h.consecutiveFailures = 0;
+    endpoint.state = 'ready';
+    if (slowStart) endpoint.readySince = this.#clock.now();
+    this.#listener.restore(endpoint, via);
+    this.#listener.changed();
+  }
+
+  #clearTimer(h: Health): void {
+    if (h.timer !== undefined) this.#clock.clearTimeout(h.timer);
+    h.timer = undefined;
+  }
+}
