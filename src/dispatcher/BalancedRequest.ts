@@ -18,7 +18,7 @@ export type AttemptOutcome =
   | { type: 'error'; kind: FailureKind; error: Error }
   | { type: 'aborted' };
 
-export type RetryReason = 'connect' | 'tls' | 'reset' | 'timeout' | 'throttled' | '5xx';
+export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'timeout' | 'throttled' | '5xx';
 
 /** What a request needs from the balancer. */
 export interface RequestHost {
@@ -46,7 +46,8 @@ const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
 /**
  * One caller request across its attempts. A retry goes to another endpoint, never the same one
  * twice, and only where the design's retry-safety table allows:
- * - nothing sent (connect or TLS failure, reset before the request started): any method;
+ * - nothing sent (connect or TLS failure, reset before the request started, a stream an HTTP/2
+ *   GOAWAY or REFUSED_STREAM says was not processed): any method;
  * - 429 from API Priority and Fairness or a shutting-down apiserver: any method (the apiserver
  *   rejected the request before running it) — except the Eviction API, whose 429 is an answer;
  * - reset after the request was written, 5xx, request timeout: GET and HEAD only.
@@ -128,7 +129,7 @@ export class BalancedRequest {
    */
   #reserveRetry(attempt: Attempt, reason: RetryReason): boolean {
     if (this.proxy.aborted || this.finished || this.#attempts >= this.host.maxAttempts) return false;
-    const nothingSent = reason === 'connect' || reason === 'tls' || (reason === 'reset' && !attempt.started);
+    const nothingSent = notSent(reason, attempt.started);
     const rejectedBeforeRunning = reason === 'throttled' && !this.eviction;
     if (!nothingSent && !rejectedBeforeRunning && !this.#idempotent) return false;
     if (attempt.started && !this.#replayable) return false;
@@ -178,7 +179,7 @@ export class BalancedRequest {
     if (this.#committed || kind === 'aborted' || kind === 'other' || this.proxy.aborted) return this.#fail(error, false);
     this.#causes.push({ endpoint: attempt.endpoint.key, error });
     if (this.#reserveRetry(attempt, kind)) return this.#retryReserved(attempt);
-    const eligible = kind === 'connect' || kind === 'tls' || (kind === 'reset' && !attempt.started) || this.#idempotent;
+    const eligible = notSent(kind, attempt.started) || this.#idempotent;
     this.#fail(error, eligible);
   }
 
@@ -312,6 +313,11 @@ class Attempt implements Handler {
     if (this.#holdsBudget) this.#request.host.budget.release();
     this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome);
   }
+}
+
+/** Failures that prove the apiserver never ran the request. */
+function notSent(kind: FailureKind | RetryReason, started: boolean): boolean {
+  return kind === 'connect' || kind === 'tls' || kind === 'refused' || (kind === 'reset' && !started);
 }
 
 function describeError(error: Error): string {

@@ -8,7 +8,6 @@ import { isLongRunning } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
 import { resolveOptions, type BalancerOptions, type ResolvedOptions, type UndiciModule } from '../options.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
-import { classifyError } from '../health/classifyError.ts';
 import { HealthTracker, type EjectReason, type ProbeResult } from '../health/HealthTracker.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { retryAfterMs } from '../health/retryAfter.ts';
@@ -84,7 +83,12 @@ export class Balancer extends undici.Dispatcher {
       clock,
       {
         changed: () => this.#set.rebuild(),
-        eject: (endpoint, reason, ms) => this.#emit('eject', endpoint.info(), reason, ms),
+        eject: (endpoint, reason, ms) => {
+          // A probe got no answer at all: requests waiting on that silent connection would only
+          // time out. Fail them now, so idempotent ones move to another endpoint at once.
+          if (reason === 'unreachable') void this.#pools.reset(endpoint);
+          this.#emit('eject', endpoint.info(), reason, ms);
+        },
         drain: (endpoint, reason) => this.#emit('drain', endpoint.info(), reason),
         restore: (endpoint, via) => this.#emit('restore', endpoint.info(), via),
       },
@@ -204,6 +208,7 @@ export class Balancer extends undici.Dispatcher {
       maxReplayBytes: options.maxBufferedBody,
       budget: this.#budget,
       pick: (longRunning, probationOk, exclude) => {
+        if (this.#closed) return undefined;
         if (probationOk) {
           const probation = this.#health.takeProbation();
           if (probation && !exclude?.has(probation)) return probation;
@@ -247,7 +252,8 @@ export class Balancer extends undici.Dispatcher {
       return;
     }
     if (outcome.type === 'error') {
-      if (outcome.kind === 'other') return this.#health.releaseProbation(endpoint);
+      // A refused stream (graceful GOAWAY) and errors that are not the endpoint's say nothing of its health.
+      if (outcome.kind === 'other' || outcome.kind === 'refused') return this.#health.releaseProbation(endpoint);
       endpoint.failures++;
       if (outcome.kind === 'connect' || outcome.kind === 'tls') {
         this.#health.connectFailure(endpoint, outcome.kind);
@@ -267,6 +273,7 @@ export class Balancer extends undici.Dispatcher {
       if (isShutdownResponse(headers, outcome.body)) this.#health.shuttingDown(endpoint, wait);
       else this.#health.throttled(endpoint, wait);
     } else {
+      this.#budget.earn();
       this.#health.success(endpoint);
     }
   }
@@ -295,9 +302,9 @@ export class Balancer extends undici.Dispatcher {
         return 'pass';
       }
       return res.statusCode >= 200 && res.statusCode < 400 ? 'pass' : 'fail';
-    } catch (error) {
-      const kind = classifyError(error);
-      return kind === 'connect' || kind === 'tls' ? 'unreachable' : 'fail';
+    } catch {
+      // No answer (refused, handshake failed, timed out): the apiserver is not there, or not talking.
+      return 'unreachable';
     }
   }
 

@@ -48,6 +48,14 @@ export class EndpointPools {
     return Promise.all([...byKey.values()].map((pool) => pool.close())).then(() => undefined);
   }
 
+  /** Destroys an endpoint's connections now (requests on them fail); later requests open new ones. */
+  reset(endpoint: Endpoint): Promise<void> {
+    const byKey = this.#pools.get(endpoint);
+    this.#pools.delete(endpoint);
+    if (!byKey) return Promise.resolve();
+    return Promise.all([...byKey.values()].map((pool) => pool.destroy())).then(() => undefined);
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.#pools.keys()].map((endpoint) => this.retire(endpoint)));
   }

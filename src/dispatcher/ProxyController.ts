@@ -29,8 +29,9 @@ export class ProxyController implements Controller {
     this.#target = undefined;
   }
 
+  /** Whether the caller aborted. An attempt's own connection dying is not the caller's abort. */
   get aborted(): boolean {
-    return this.#aborted || (this.#target?.aborted ?? false);
+    return this.#aborted;
   }
 
   get paused(): boolean {

@@ -13,8 +13,12 @@ export interface HealthSettings {
   probes: boolean;
 }
 
-/** Why an endpoint stopped taking requests. */
-export type EjectReason = 'connect' | 'tls' | '5xx' | 'throttled' | 'probe';
+/**
+ * Why an endpoint stopped taking requests: a failed connection or handshake, consecutive failures
+ * (5xx, broken connections, request timeouts), a 429 from API Priority and Fairness, a probe that
+ * got no answer (black hole), or a failing probe while coming back.
+ */
+export type EjectReason = 'connect' | 'tls' | 'failures' | 'throttled' | 'unreachable' | 'probe';
 
 export interface HealthListener {
   /** Eligibility or weights changed: the picker must be rebuilt. */
@@ -78,17 +82,17 @@ export class HealthTracker {
     if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, reason);
   }
 
-  /** A 5xx or a request timeout. */
+  /** A 5xx, a broken connection or a request timeout. */
   serverError(endpoint: Endpoint): void {
     const h = this.#of(endpoint);
     h.consecutiveFailures++;
     if (endpoint.state === 'probing' && h.probationInFlight) {
       h.probationInFlight = false;
-      this.#eject(endpoint, h, '5xx');
+      this.#eject(endpoint, h, 'failures');
       return;
     }
     if (endpoint.state === 'ready' && h.consecutiveFailures >= this.#settings.consecutive5xx && this.#mayEjectForStatus()) {
-      this.#eject(endpoint, h, '5xx');
+      this.#eject(endpoint, h, 'failures');
     }
   }
 
@@ -151,7 +155,7 @@ export class HealthTracker {
     const h = this.#of(endpoint);
     if (result === 'unreachable') {
       h.probePasses = 0;
-      if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, 'connect');
+      if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, 'unreachable');
       return;
     }
     if (result === 'fail') {
@@ -213,7 +217,7 @@ export class HealthTracker {
   #mayEjectForStatus(): boolean {
     const all = this.#endpoints();
     let ejected = 0;
-    for (const e of all) if (e.state === 'ejected' && this.#health.get(e)?.reason === '5xx') ejected++;
+    for (const e of all) if (e.state === 'ejected' && this.#health.get(e)?.reason === 'failures') ejected++;
     return ((ejected + 1) * 100) / all.length <= this.#settings.maxEjectionPercent;
   }
 

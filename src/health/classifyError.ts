@@ -3,12 +3,14 @@
  * - `connect`: no connection was made (refused, unreachable, connect timeout): the endpoint is down
  *   and nothing was sent.
  * - `tls`: the handshake failed (certificate, protocol): nothing was sent.
+ * - `refused`: the server refused the stream before processing it (HTTP/2 GOAWAY past its last
+ *   stream id, REFUSED_STREAM) once undici's own single replay was spent: nothing ran.
  * - `reset`: an established connection or stream broke: the request may have been written.
  * - `timeout`: no response headers within the request timeout.
  * - `aborted`: the caller gave up; says nothing about the endpoint.
  * - `other`: anything else (bad options, protocol errors from the caller's side): never retried.
  */
-export type FailureKind = 'connect' | 'tls' | 'reset' | 'timeout' | 'aborted' | 'other';
+export type FailureKind = 'connect' | 'tls' | 'refused' | 'reset' | 'timeout' | 'aborted' | 'other';
 
 const CONNECT = new Set([
   'ECONNREFUSED',
@@ -20,15 +22,17 @@ const CONNECT = new Set([
   'ETIMEDOUT',
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
-const RESET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+const RESET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED']);
 const TIMEOUT = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 // OpenSSL verification failures surface with these codes (node's tls module passes them through).
 const TLS_PREFIXES = ['ERR_TLS_', 'ERR_SSL_', 'CERT_', 'UNABLE_TO_', 'ERR_OSSL_'];
 const TLS = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'HOSTNAME_MISMATCH', 'INVALID_CA', 'PATH_LENGTH_EXCEEDED', 'INVALID_PURPOSE']);
 
 export function classifyError(error: unknown): FailureKind {
-  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
+  const { code, name, message } = (error ?? {}) as { code?: unknown; name?: unknown; message?: unknown };
   if (name === 'AbortError' || code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR') return 'aborted';
+  // undici fails only the streams a GOAWAY says were never processed, with this message.
+  if (typeof message === 'string' && (message.includes('"GOAWAY" frame received') || message.includes('REFUSED_STREAM'))) return 'refused';
   if (typeof code !== 'string') return 'other';
   if (CONNECT.has(code)) return 'connect';
   if (TLS.has(code) || TLS_PREFIXES.some((p) => code.startsWith(p))) return 'tls';

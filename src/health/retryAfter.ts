@@ -7,6 +7,7 @@ export function retryAfterMs(value: string | string[] | undefined, now = Date.no
   if (raw === undefined || raw === '') return undefined;
   let ms: number;
   if (/^\d+$/.test(raw)) ms = Number(raw) * 1000;
+  else if (/^[+-]?\d/.test(raw)) return undefined; // not delta-seconds, and no HTTP date starts with a digit
   else {
     const date = Date.parse(raw);
     if (Number.isNaN(date)) return undefined;

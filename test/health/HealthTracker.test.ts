@@ -1,0 +1,185 @@
+import test from 'ava';
+import { Endpoint } from '../../src/balancer/Endpoint.ts';
+import { HealthTracker, type HealthSettings } from '../../src/health/HealthTracker.ts';
+import { FakeClock } from '../helpers/FakeClock.ts';
+
+const SETTINGS: HealthSettings = { consecutive5xx: 5, baseEjectionMs: 1000, maxEjectionMs: 30_000, maxEjectionPercent: 50, probes: true };
+
+function setup(settings: Partial<HealthSettings> = {}, count = 3, random = () => 0.5) {
+  const clock = new FakeClock();
+  const endpoints = Array.from({ length: count }, (_, i) => new Endpoint({ address: `10.0.0.${i + 1}`, port: 6443 }, clock.now()));
+  const events: string[] = [];
+  let changes = 0;
+  const health = new HealthTracker(
+    { ...SETTINGS, ...settings },
+    clock,
+    {
+      changed: () => changes++,
+      eject: (e, reason, ms) => events.push(`eject ${e.address} ${reason} ${Math.round(ms)}`),
+      drain: (e, reason) => events.push(`drain ${e.address} ${reason}`),
+      restore: (e, via) => events.push(`restore ${e.address} ${via}`),
+    },
+    () => endpoints,
+    random,
+  );
+  return { clock, endpoints, events, health, changes: () => changes };
+}
+
+test('a connection failure ejects at once; the ejection doubles per ejection in a row, capped', (t) => {
+  const { clock, endpoints, events, health } = setup();
+  const e = endpoints[0]!;
+  const lengths: number[] = [];
+  for (let i = 0; i < 7; i++) {
+    health.connectFailure(e, 'connect');
+    t.is(e.state, 'ejected');
+    lengths.push(Number(events.at(-1)!.split(' ').at(-1)));
+    clock.advance(lengths.at(-1)!);
+    t.is(e.state, 'probing');
+  }
+  // random() = 0.5 → jitter factor 1.0
+  t.deepEqual(lengths, [1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+});
+
+test('ejection jitter stays within ±20 %', (t) => {
+  for (const r of [0, 0.999]) {
+    const { endpoints, events, health } = setup({}, 3, () => r);
+    health.connectFailure(endpoints[0]!, 'tls');
+    const ms = Number(events[0]!.split(' ').at(-1));
+    t.true(ms >= 800 && ms <= 1200, `${ms}`);
+  }
+});
+
+test('exactly one probation request brings an endpoint back, then it slow-starts', (t) => {
+  const { clock, endpoints, events, health } = setup();
+  const e = endpoints[1]!;
+  health.connectFailure(e, 'connect');
+  t.is(health.takeProbation(), undefined, 'nothing to probe while ejected');
+  clock.advance(1000);
+  t.is(e.state, 'probing');
+  t.is(health.takeProbation(), e);
+  t.is(health.takeProbation(), undefined, 'only one probation request at a time');
+  health.success(e);
+  t.is(e.state, 'ready');
+  t.is(e.readySince, clock.now());
+  t.deepEqual(events, ['eject 10.0.0.2 connect 1000', 'restore 10.0.0.2 probation']);
+});
+
+test('a failed probation ejects again for longer; an aborted one lets the next request try', (t) => {
+  const { clock, endpoints, events, health } = setup();
+  const e = endpoints[0]!;
+  health.connectFailure(e, 'connect');
+  clock.advance(1000);
+  t.is(health.takeProbation(), e);
+  health.releaseProbation(e);
+  t.is(health.takeProbation(), e);
+  health.serverError(e);
+  t.is(e.state, 'ejected');
+  t.is(events.at(-1), 'eject 10.0.0.1 failures 2000');
+});
+
+test('consecutive 5xx eject after the threshold; a success resets the count', (t) => {
+  const { endpoints, health } = setup();
+  const e = endpoints[0]!;
+  for (let i = 0; i < 4; i++) health.serverError(e);
+  health.success(e);
+  for (let i = 0; i < 4; i++) health.serverError(e);
+  t.is(e.state, 'ready');
+  health.serverError(e);
+  t.is(e.state, 'ejected');
+});
+
+test('5xx ejections never take out more than maxEjectionPercent; connection failures still do', (t) => {
+  const { endpoints, health } = setup({ consecutive5xx: 1 });
+  const [a, b, c] = endpoints as [Endpoint, Endpoint, Endpoint];
+  health.serverError(a);
+  health.serverError(b);
+  health.serverError(c);
+  t.deepEqual(endpoints.map((e) => e.state), ['ejected', 'ready', 'ready'], '1 of 3 is 33 %; 2 of 3 would be 67 %');
+  health.connectFailure(b, 'connect');
+  t.is(b.state, 'ejected');
+});
+
+test('429 halves the share and rests the endpoint for its Retry-After, without probation or slow start', (t) => {
+  const { clock, endpoints, events, health } = setup();
+  const e = endpoints[2]!;
+  const readySince = e.readySince;
+  health.throttled(e, 3000);
+  t.is(e.state, 'ejected');
+  t.is(e.weightFactor, 0.5);
+  clock.advance(2999);
+  t.is(e.state, 'ejected');
+  clock.advance(1);
+  t.is(e.state, 'ready');
+  t.is(e.readySince, readySince);
+  health.throttled(e, undefined);
+  t.is(e.weightFactor, 0.25);
+  clock.advance(1000);
+  t.is(e.state, 'ready', 'no Retry-After: one second');
+  for (let i = 0; i < 15; i++) health.success(e);
+  t.is(e.weightFactor, 1);
+  t.deepEqual(events, ['eject 10.0.0.3 throttled 3000', 'restore 10.0.0.3 retry-after', 'eject 10.0.0.3 throttled 1000', 'restore 10.0.0.3 retry-after']);
+  for (let i = 0; i < 10; i++) health.throttled(e, 0);
+  t.is(e.weightFactor, 0.1, 'never below 10 %');
+});
+
+test('a failing probe drains; two passing probes bring it back', (t) => {
+  const { endpoints, events, health } = setup();
+  const e = endpoints[0]!;
+  health.probeResult(e, 'fail');
+  t.is(e.state, 'draining');
+  health.probeResult(e, 'pass');
+  t.is(e.state, 'draining');
+  health.probeResult(e, 'fail');
+  health.probeResult(e, 'pass');
+  t.is(e.state, 'draining', 'the passes must be consecutive');
+  health.probeResult(e, 'pass');
+  t.is(e.state, 'ready');
+  t.deepEqual(events, ['drain 10.0.0.1 probe', 'restore 10.0.0.1 probe']);
+});
+
+test('a probe with no answer ejects; after the ejection one passing probe brings it back', (t) => {
+  const { clock, endpoints, events, health } = setup();
+  const e = endpoints[0]!;
+  health.probeResult(e, 'unreachable');
+  t.is(e.state, 'ejected');
+  health.probeResult(e, 'pass');
+  t.is(e.state, 'ejected', 'the ejection time is served first');
+  clock.advance(1000);
+  health.probeResult(e, 'pass');
+  t.is(e.state, 'ready');
+  t.deepEqual(events, ['eject 10.0.0.1 unreachable 1000', 'restore 10.0.0.1 probe']);
+});
+
+test('a shutdown 429 drains until probes pass; without probes it rests like an ejection', (t) => {
+  const withProbes = setup();
+  withProbes.health.shuttingDown(withProbes.endpoints[0]!, 5000);
+  t.is(withProbes.endpoints[0]!.state, 'draining');
+  const without = setup({ probes: false });
+  without.health.shuttingDown(without.endpoints[0]!, 5000);
+  t.is(without.endpoints[0]!.state, 'ejected');
+  without.clock.advance(5000);
+  t.is(without.endpoints[0]!.state, 'probing');
+});
+
+test('a long healthy stretch forgives earlier ejections', (t) => {
+  const { clock, endpoints, events, health } = setup();
+  const e = endpoints[0]!;
+  health.connectFailure(e, 'connect');
+  clock.advance(1000);
+  health.takeProbation();
+  health.success(e);
+  clock.advance(4 * 30_000 + 1);
+  health.connectFailure(e, 'connect');
+  t.is(events.at(-1), 'eject 10.0.0.1 connect 1000');
+});
+
+test('close() and forget() leave no timer behind', (t) => {
+  const { clock, endpoints, health } = setup();
+  health.connectFailure(endpoints[0]!, 'connect');
+  health.throttled(endpoints[1]!, 1000);
+  t.is(clock.pending, 2);
+  health.forget(endpoints[0]!);
+  t.is(clock.pending, 1);
+  health.close();
+  t.is(clock.pending, 0);
+});

@@ -1,0 +1,36 @@
+import test from 'ava';
+import { classifyError } from '../../src/health/classifyError.ts';
+import { retryAfterMs } from '../../src/health/retryAfter.ts';
+
+const err = (code: string, message = 'x'): Error => Object.assign(new Error(message), { code });
+
+test('errors are classified by what they say about the endpoint and the request', (t) => {
+  t.is(classifyError(err('ECONNREFUSED')), 'connect');
+  t.is(classifyError(err('UND_ERR_CONNECT_TIMEOUT')), 'connect');
+  t.is(classifyError(err('ERR_TLS_CERT_ALTNAME_INVALID')), 'tls');
+  t.is(classifyError(err('UNABLE_TO_VERIFY_LEAF_SIGNATURE')), 'tls');
+  t.is(classifyError(err('DEPTH_ZERO_SELF_SIGNED_CERT')), 'tls');
+  t.is(classifyError(err('ECONNRESET')), 'reset');
+  t.is(classifyError(err('UND_ERR_SOCKET')), 'reset');
+  t.is(classifyError(err('UND_ERR_INFO', 'HTTP/2: "GOAWAY" frame received with code 0')), 'refused');
+  t.is(classifyError(err('UND_ERR_SOCKET', 'HTTP/2: "GOAWAY" frame received with code 2')), 'refused');
+  t.is(classifyError(err('UND_ERR_HEADERS_TIMEOUT')), 'timeout');
+  t.is(classifyError(err('UND_ERR_ABORTED')), 'aborted');
+  t.is(classifyError(Object.assign(new Error('x'), { name: 'AbortError' })), 'aborted');
+  t.is(classifyError(err('UND_ERR_INVALID_ARG')), 'other');
+  t.is(classifyError(new Error('no code')), 'other');
+  t.is(classifyError(undefined), 'other');
+});
+
+test('Retry-After in seconds or as a date, capped, garbage ignored', (t) => {
+  t.is(retryAfterMs('5'), 5000);
+  t.is(retryAfterMs(['1', '9']), 1000);
+  t.is(retryAfterMs(' 0 '), 0);
+  t.is(retryAfterMs(new Date(1_000_000 + 3000).toUTCString(), 1_000_000), 3000);
+  t.is(retryAfterMs(new Date(0).toUTCString(), 1_000_000), 0);
+  t.is(retryAfterMs('86400'), 60_000);
+  t.is(retryAfterMs('soon'), undefined);
+  t.is(retryAfterMs(''), undefined);
+  t.is(retryAfterMs(undefined), undefined);
+  t.is(retryAfterMs('-5'), undefined);
+});

@@ -1,0 +1,272 @@
+import test from 'ava';
+import * as undici from 'undici';
+import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { startServers, staticTarget, sendJson, type TestServer } from '../../fixtures/server/TestServer.ts';
+import { BalancerError, createBalancer, type Balancer, type BalancerOptions } from '../../src/index.ts';
+import { eventually, load } from '../helpers/load.ts';
+
+const ORIGIN = `https://${APISERVER_NAME}:6443`;
+const HOSTS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
+
+async function cluster(options: Partial<BalancerOptions> = {}, serverOptions: Parameters<typeof startServers>[1] = {}): Promise<{
+  servers: TestServer[];
+  balancer: Balancer;
+  close: () => Promise<void>;
+}> {
+  const servers = await startServers(HOSTS, serverOptions);
+  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, ...options });
+  return {
+    servers,
+    balancer,
+    close: async () => {
+      await balancer.close();
+      await Promise.all(servers.map((s) => s.close()));
+    },
+  };
+}
+
+async function get(balancer: Balancer, path = '/api/v1/namespaces/default/configmaps'): Promise<number> {
+  const res = await undici.request(`${ORIGIN}${path}`, { dispatcher: balancer });
+  await res.body.dump();
+  return res.statusCode;
+}
+
+const codeOf = (error: Error | undefined): string => String((error as { code?: unknown } | undefined)?.code ?? error?.message);
+
+test('crash 1 of 3 during 2,000 GETs at concurrency 20: no request fails', async (t) => {
+  const { servers, balancer, close } = await cluster();
+  const ejected: string[] = [];
+  balancer.on('eject', (e, reason) => ejected.push(`${e.address}:${reason}`));
+  try {
+    const results = await load(2000, 20, async (i) => {
+      if (i === 400) await servers[1]!.crash();
+      return get(balancer);
+    });
+    t.deepEqual(results.filter((r) => r.error).map((r) => codeOf(r.error)), []);
+    t.true(results.every((r) => r.value === 200));
+    t.true(ejected.some((e) => e.startsWith('127.0.0.3:')), `ejections: ${ejected.join(', ')}`);
+    t.true(servers[0]!.requests.length > 700 && servers[2]!.requests.length > 700);
+  } finally {
+    await close();
+  }
+});
+
+test('crash 1 of 3 during POSTs: nothing unsent fails, nothing is created twice, lost POSTs surface', async (t) => {
+  const received = new Map<string, number>();
+  const { servers, balancer, close } = await cluster(
+    {},
+    {
+      handler: (req, res) => {
+        let body = '';
+        req.on('data', (c: Buffer) => (body += c.toString()));
+        req.on('end', () => {
+          received.set(body, (received.get(body) ?? 0) + 1);
+          sendJson(res, 201, body);
+        });
+      },
+    },
+  );
+  try {
+    const results = await load(1200, 20, async (i) => {
+      if (i === 300) await servers[1]!.crash();
+      const res = await undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps`, {
+        dispatcher: balancer,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: i }),
+      });
+      await res.body.dump();
+      return res.statusCode;
+    });
+    const failed = results.filter((r) => r.error);
+    // Only POSTs already written to the crashed server may fail, and they fail with a reset.
+    t.true(failed.length <= 20, `${failed.length} failed`);
+    for (const { error } of failed) t.regex(codeOf(error), /UND_ERR_SOCKET|ECONNRESET|ERR_HTTP2|UND_ERR_DESTROYED/);
+    t.true([...received.values()].every((n) => n === 1), 'no POST reached a server twice');
+    t.is(results.filter((r) => r.value === 201).length + failed.length, 1200);
+    t.true(results.filter((r) => r.value === 201).every((_, i) => i >= 0));
+    for (let i = 0; i < 1200; i++) if (results[i]?.value === 201) t.is(received.get(JSON.stringify({ id: i })), 1);
+  } finally {
+    await close();
+  }
+});
+
+test('black hole 1 of 3: every GET completes through the others; the endpoint is ejected within connect timeout + a probe interval', async (t) => {
+  const { servers, balancer, close } = await cluster({ requestTimeout: 3000, probe: { intervalMs: 1000, timeoutMs: 500 } });
+  let ejectedAt = 0;
+  balancer.on('eject', (e) => {
+    if (e.address === '127.0.0.3' && !ejectedAt) ejectedAt = Date.now();
+  });
+  try {
+    await load(60, 6, () => get(balancer));
+    const start = Date.now();
+    servers[1]!.blackhole();
+    const results = await load(600, 10, async () => {
+      await new Promise((r) => setTimeout(r, 5));
+      return get(balancer);
+    });
+    t.deepEqual(
+      results.filter((r) => r.error).map((r) => `${codeOf(r.error)} ${(r.error as BalancerError).causes?.map((c) => `${c.endpoint} ${codeOf(c.error)}`).join(',')}`),
+      [],
+    );
+    t.true(await eventually(() => ejectedAt > 0, 3000), 'ejected');
+    t.true(ejectedAt - start <= 1000 + 1000 * 1.2 + 500 + 500, `ejected after ${ejectedAt - start} ms`);
+  } finally {
+    await close();
+  }
+});
+
+test('draining 1 of 3: no client error for GET, POST, PUT, DELETE; no new request reaches it after its first 429', async (t) => {
+  const { servers, balancer, close } = await cluster({ probe: false });
+  const drains: string[] = [];
+  balancer.on('drain', (e, reason) => drains.push(`${e.address}:${reason}`));
+  balancer.on('eject', (e, reason) => drains.push(`${e.address}:${reason}`));
+  try {
+    servers[2]!.mode = 'draining';
+    const methods = ['GET', 'POST', 'PUT', 'DELETE'] as const;
+    const results = await load(400, 8, async (i) => {
+      const method = methods[i % 4]!;
+      const res = await undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps/c${i}`, {
+        dispatcher: balancer,
+        method,
+        ...(method === 'POST' || method === 'PUT' ? { body: `{"i":${i}}` } : {}),
+      });
+      await res.body.dump();
+      return res.statusCode;
+    });
+    t.deepEqual(results.filter((r) => r.error || r.value !== 200).map((r) => codeOf(r.error) + String(r.value)), []);
+    t.is(servers[2]!.requests.length, 0);
+    t.true(servers[2]!.rejected <= 8, `${servers[2]!.rejected} rejected: only requests already on their way`);
+    t.true(drains.some((d) => d.startsWith('127.0.0.4')));
+  } finally {
+    await close();
+  }
+});
+
+test('draining through fetch (one-shot bodies) and a failing probe: the probe alone stops traffic', async (t) => {
+  const { servers, balancer, close } = await cluster({ probe: { intervalMs: 200, timeoutMs: 500 } });
+  try {
+    await load(30, 3, () => get(balancer));
+    servers[0]!.mode = 'draining';
+    t.true(await eventually(() => balancer.endpoints()[0]?.state === 'draining', 3000));
+    const before = servers[0]!.requests.length + servers[0]!.rejected;
+    const results = await load(90, 5, async (i) => {
+      const res = await undici.fetch(`${ORIGIN}/api/v1/namespaces/default/configmaps`, {
+        dispatcher: balancer,
+        method: 'POST',
+        body: JSON.stringify({ i }),
+        headers: { 'content-type': 'application/json' },
+      });
+      await res.arrayBuffer();
+      return res.status;
+    });
+    t.true(results.every((r) => r.value === 200));
+    t.is(servers[0]!.requests.length + servers[0]!.rejected, before);
+    // Two passing probes bring it back.
+    servers[0]!.mode = 'normal';
+    t.true(await eventually(() => balancer.endpoints()[0]?.state === 'ready', 3000));
+  } finally {
+    await close();
+  }
+});
+
+test('APF 429s from 1 of 3 are retried elsewhere, its share drops, and none reaches the caller', async (t) => {
+  const { servers, balancer, close } = await cluster({ probe: false });
+  servers[0]!.apfFraction = 0.5;
+  let retries = 0;
+  balancer.on('retry', (e) => {
+    if (e.reason === 'throttled') retries++;
+  });
+  try {
+    const results = await load(900, 6, () => get(balancer));
+    t.true(results.every((r) => r.value === 200), 'every request answered 200');
+    const served = servers.map((s) => s.requests.length);
+    t.true(served[0]! < served[1]! * 0.8 && served[0]! < served[2]! * 0.8, `shares ${served.join('/')}`);
+    t.true(retries > 0 && retries === servers[0]!.rejected);
+  } finally {
+    await close();
+  }
+});
+
+test('a 429 from the Eviction API reaches the caller unchanged and is not retried', async (t) => {
+  const { servers, balancer, close } = await cluster(
+    { probe: false },
+    {
+      handler: (_req, res) =>
+        sendJson(res, 429, { kind: 'Status', reason: 'TooManyRequests', message: 'Cannot evict pod as it would violate the pod\'s disruption budget.' }, { 'retry-after': '10' }),
+    },
+  );
+  try {
+    const res = await undici.request(`${ORIGIN}/api/v1/namespaces/default/pods/web-0/eviction`, { dispatcher: balancer, method: 'POST', body: '{}' });
+    t.is(res.statusCode, 429);
+    t.is(res.headers['retry-after'], '10');
+    t.regex(await res.body.text(), /disruption budget/);
+    t.is(servers.reduce((n, s) => n + s.requests.length, 0), 1);
+    t.deepEqual(balancer.endpoints().map((e) => e.state), ['ready', 'ready', 'ready']);
+  } finally {
+    await close();
+  }
+});
+
+test('all 3 down: requests fail fast with every endpoint named', async (t) => {
+  const { servers, balancer, close } = await cluster({ probe: false });
+  try {
+    await Promise.all(servers.map((s) => s.crash()));
+    const start = Date.now();
+    const error = await t.throwsAsync(get(balancer), { instanceOf: BalancerError });
+    t.is(error?.code, 'ERR_ALL_ENDPOINTS_FAILED');
+    t.is(error?.causes.length, 3);
+    t.true(error?.causes.every((c) => codeOf(c.error) === 'ECONNREFUSED'));
+    t.true(Date.now() - start < 2000);
+    // Every endpoint is ejected now; later requests still fail fast.
+    const again = await t.throwsAsync(get(balancer), { instanceOf: BalancerError });
+    t.true(again?.code === 'ERR_ALL_ENDPOINTS_FAILED' || again?.code === 'ERR_NO_ENDPOINTS');
+  } finally {
+    await close();
+  }
+});
+
+test('all 3 answering 503: retries in flight stay within the budget', async (t) => {
+  let inFlight = 0;
+  let peak = 0;
+  const { servers, balancer, close } = await cluster(
+    { probe: false, consecutive5xx: 1000 },
+    {
+      handler: (_req, res) => {
+        inFlight++;
+        peak = Math.max(peak, inFlight);
+        setTimeout(() => {
+          inFlight--;
+          sendJson(res, 503, { kind: 'Status', code: 503 });
+        }, 30);
+      },
+    },
+  );
+  try {
+    const results = await load(100, 100, () => get(balancer));
+    t.true(results.every((r) => r.value === 503), 'the last 503 reaches the caller');
+    const attempts = servers.reduce((n, s) => n + s.requests.length, 0);
+    // 100 first attempts; retries in flight at most 20 % of 100 + 3.
+    t.true(peak <= 100 + 23, `peak ${peak}`);
+    t.true(attempts <= 100 * 3, `${attempts} attempts`);
+    t.true(attempts > 100, 'some retries happened');
+  } finally {
+    await close();
+  }
+});
+
+test('graceful HTTP/2 GOAWAY is not a failure', async (t) => {
+  const { servers, balancer, close } = await cluster({ probe: false });
+  for (const s of servers) s.goawayChance = 0.1;
+  const ejected: string[] = [];
+  balancer.on('eject', (e) => ejected.push(e.address));
+  try {
+    const results = await load(600, 20, () => get(balancer));
+    t.true(results.every((r) => r.value === 200));
+    t.deepEqual(ejected, []);
+    t.true(servers.every((s) => s.connections > 1), 'GOAWAY made clients reconnect');
+    t.true(balancer.endpoints().every((e) => e.failures === 0));
+  } finally {
+    await close();
+  }
+});
