@@ -31,7 +31,10 @@ async function get(balancer: Balancer, path = '/api/v1/namespaces/default/config
   return res.statusCode;
 }
 
-const codeOf = (error: Error | undefined): string => String((error as { code?: unknown } | undefined)?.code ?? error?.message);
+const codeOf = (error: Error | undefined): string => {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : String(error?.message);
+};
 
 test('crash 1 of 3 during 2,000 GETs at concurrency 20: no request fails', async (t) => {
   const { servers, balancer, close } = await cluster();
