@@ -1,0 +1,160 @@
+import type { ServerResponse } from 'node:http';
+import test from 'ava';
+import * as undici from 'undici';
+import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { TestServer, startServers, staticTarget, sendJson, type Request, type Response } from '../../fixtures/server/TestServer.ts';
+import { BalancerError, createBalancer } from '../../src/index.ts';
+import { FakeClock } from '../helpers/FakeClock.ts';
+import { load } from '../helpers/load.ts';
+
+const ORIGIN = `https://${APISERVER_NAME}:6443`;
+
+test('a request timeout moves a GET to another endpoint; a POST surfaces the timeout', async (t) => {
+  const servers = await startServers(['127.0.0.2', '127.0.0.3']);
+  servers[0]!.latencyMs = 5000;
+  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, requestTimeout: 300 });
+  try {
+    const results = await load(6, 2, async () => {
+      const res = await undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer });
+      await res.body.dump();
+      return res.statusCode;
+    });
+    t.true(results.every((r) => r.value === 200));
+    t.is(servers[1]!.requests.length, 6, 'every GET was answered by the healthy endpoint');
+    const only = createBalancer({ target: staticTarget([servers[0]!]), tls: { ca: certs.ca }, probe: false, requestTimeout: 300 });
+    const error = await t.throwsAsync(undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps`, { dispatcher: only, method: 'POST', body: '{}' }));
+    t.is((error as Error & { code?: string }).code, 'UND_ERR_HEADERS_TIMEOUT');
+    await only.destroy();
+  } finally {
+    await balancer.destroy();
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('a caller abort is never retried and says nothing about the endpoint', async (t) => {
+  const servers = await startServers(['127.0.0.2', '127.0.0.3']);
+  for (const s of servers) s.latencyMs = 2000;
+  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  try {
+    const error = await t.throwsAsync(undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer, signal: AbortSignal.timeout(200) }));
+    t.true(['AbortError', 'TimeoutError'].includes(error?.name ?? ''), error?.name);
+    t.is(servers[0]!.requests.length + servers[1]!.requests.length, 1);
+    t.deepEqual(balancer.endpoints().map((e) => [e.state, e.failures]), [
+      ['ready', 0],
+      ['ready', 0],
+    ]);
+    const viaFetch = await t.throwsAsync(undici.fetch(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer, signal: AbortSignal.timeout(200) }));
+    t.true(['AbortError', 'TimeoutError'].includes(viaFetch?.name ?? ''), viaFetch?.name);
+  } finally {
+    await balancer.destroy();
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('an abort while a rejected response is held back for a retry ends the request at once', async (t) => {
+  const slow429 = (_req: unknown, res: unknown): void => {
+    const r = res as ServerResponse;
+    r.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' });
+    r.write('{"kind":"Status",');
+    setTimeout(() => r.end('"code":429}'), 600);
+  };
+  const servers = await startServers(['127.0.0.2', '127.0.0.3'], { handler: slow429 });
+  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  try {
+    const started = Date.now();
+    const error = await t.throwsAsync(undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer, signal: AbortSignal.timeout(150) }));
+    t.true(['AbortError', 'TimeoutError'].includes(error?.name ?? ''), error?.name);
+    t.true(Date.now() - started < 550, 'did not wait for the held-back body');
+    await new Promise((r) => setTimeout(r, 800));
+    t.is(servers[0]!.requests.length + servers[1]!.requests.length, 1, 'no second attempt after the abort');
+  } finally {
+    await balancer.destroy();
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('recovery: probation request, then slow start, then an even share again (fake clock)', async (t) => {
+  const clock = new FakeClock();
+  const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4']);
+  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, clock });
+  const events: string[] = [];
+  let ejectionMs = 0;
+  balancer.on('eject', (e, reason, ms) => {
+    events.push(`eject ${e.address} ${reason}`);
+    ejectionMs = ms;
+  });
+  balancer.on('restore', (e, via) => events.push(`restore ${e.address} ${via}`));
+  const get = async (): Promise<number> => {
+    const res = await undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer });
+    await res.body.dump();
+    return res.statusCode;
+  };
+  try {
+    await servers[0]!.crash();
+    const results = await load(9, 1, get);
+    t.true(results.every((r) => r.value === 200));
+    t.deepEqual(events, ['eject 127.0.0.2 connect']);
+    await servers[0]!.restart();
+    await load(30, 3, get);
+    t.is(servers[0]!.requests.length, 0, 'ejected: no traffic while the ejection lasts');
+    clock.advance(ejectionMs);
+    t.is(balancer.endpoints()[0]?.state, 'probing');
+    await get();
+    t.is(servers[0]!.requests.length, 1, 'exactly one probation request');
+    t.deepEqual(events.at(-1), 'restore 127.0.0.2 probation');
+    clock.advance(60_000);
+    for (const s of servers) s.requests.length = 0;
+    await load(300, 10, get);
+    t.deepEqual(servers.map((s) => s.requests.length), [100, 100, 100]);
+  } finally {
+    await balancer.close();
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('a one-shot body larger than maxBufferedBody still goes through, but is not retried after a 429', async (t) => {
+  const echoSize = (status: number, headers: Record<string, string> = {}) => (req: Request, res: Response) => {
+    let size = 0;
+    req.on('data', (c: Buffer) => (size += c.length));
+    req.on('end', () => sendJson(res, status, { size }, headers));
+  };
+  const throttling = await TestServer.start({ host: '127.0.0.2', handler: echoSize(429, { 'retry-after': '1', 'x-kubernetes-pf-flowschema-uid': 'x' }) });
+  const healthy = await TestServer.start({ host: '127.0.0.3', handler: echoSize(200) });
+  const balancer = createBalancer({ target: staticTarget([throttling, healthy]), tls: { ca: certs.ca }, probe: false, maxBufferedBody: 1024 });
+  const post = async (body: string): Promise<number> => {
+    const res = await undici.fetch(`${ORIGIN}/api/v1/namespaces/default/configmaps`, { dispatcher: balancer, method: 'POST', body });
+    t.deepEqual(await res.json(), { size: body.length });
+    return res.status;
+  };
+  try {
+    const big = 'x'.repeat(64 * 1024);
+    // Round robin sends one of the two to each endpoint; the throttled one's 429 is not retried.
+    t.deepEqual([await post(big), await post(big)].sort(), [200, 429]);
+    t.deepEqual([throttling.requests.length, healthy.requests.length], [1, 1]);
+    await new Promise((r) => setTimeout(r, 1100)); // the throttled endpoint's Retry-After
+    // Small bodies are buffered, so the one that meets the 429 is sent again to the other endpoint.
+    t.deepEqual([await post('x'.repeat(100)), await post('x'.repeat(100))], [200, 200]);
+    t.deepEqual([throttling.requests.length, healthy.requests.length], [2, 3]);
+  } finally {
+    await balancer.close();
+    await Promise.all([throttling.close(), healthy.close()]);
+  }
+});
+
+test('ERR_ALL_ENDPOINTS_FAILED carries the cause of each endpoint', async (t) => {
+  const good = await TestServer.start({ host: '127.0.0.2' });
+  await good.crash();
+  const foreign = await TestServer.start({ host: '127.0.0.3', tls: certs.foreign });
+  const balancer = createBalancer({ target: `static:///127.0.0.2:${good.port},127.0.0.3:${foreign.port}`, tls: { ca: certs.ca }, probe: false });
+  try {
+    const error = await t.throwsAsync(undici.request(`${ORIGIN}/api`, { dispatcher: balancer }), { instanceOf: BalancerError });
+    t.is(error?.code, 'ERR_ALL_ENDPOINTS_FAILED');
+    const byEndpoint = Object.fromEntries(error.causes.map((c) => [c.endpoint.split(':')[0], (c.error as Error & { code?: string }).code]));
+    t.is(byEndpoint['127.0.0.2'], 'ECONNREFUSED');
+    t.regex(byEndpoint['127.0.0.3'] ?? '', /CERT|SIGNED|VERIFY/);
+    t.regex(error.message, /127\.0\.0\.2:\d+: ECONNREFUSED/);
+  } finally {
+    await balancer.close();
+    await foreign.close();
+  }
+});
