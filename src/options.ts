@@ -51,6 +51,13 @@ export interface BalancerOptions {
   /** Milliseconds an idle keep-alive connection is kept open. Default 30000. */
   keepAliveTimeout?: number;
   /**
+   * Milliseconds between HTTP/2 PINGs on each connection; one left unanswered when the next is due
+   * resets the connection, so requests waiting on a black-holed apiserver fail over within two
+   * intervals even with probes off (the probe usually finds it sooner). Kept well above event-loop
+   * stalls a busy process may see, which would reset healthy connections. 0 turns it off. Default 5000.
+   */
+  pingInterval?: number;
+  /**
    * Milliseconds to wait for the response headers of a request that is not long-running, on one
    * endpoint, before trying another (GET/HEAD) or failing: the last line against an apiserver that
    * accepts but never answers (the probe usually catches it sooner). Default 30000.
@@ -96,6 +103,7 @@ export interface ProbeOptions {
 export const defaultOptions = {
   connectTimeout: 1_000,
   keepAliveTimeout: 30_000,
+  pingInterval: 5_000,
   requestTimeout: 30_000,
   maxAttempts: 3,
   retryBudget: { percent: 20, min: 3 },
@@ -115,6 +123,7 @@ export interface ResolvedOptions {
   undici: UndiciModule | undefined;
   connectTimeout: number;
   keepAliveTimeout: number;
+  pingInterval: number;
   requestTimeout: number;
   maxAttempts: number;
   retryBudget: { percent: number; min: number };
@@ -139,6 +148,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     undici: validateUndici(options.undici),
     connectTimeout: positiveMs('connectTimeout', options.connectTimeout ?? defaultOptions.connectTimeout),
     keepAliveTimeout: positiveMs('keepAliveTimeout', options.keepAliveTimeout ?? defaultOptions.keepAliveTimeout),
+    pingInterval: integerIn('pingInterval', options.pingInterval ?? defaultOptions.pingInterval, 0, 3_600_000),
     requestTimeout: positiveMs('requestTimeout', options.requestTimeout ?? defaultOptions.requestTimeout),
     maxAttempts: integerIn('maxAttempts', options.maxAttempts ?? defaultOptions.maxAttempts, 1, 10),
     retryBudget: validateRetryBudget(options.retryBudget),

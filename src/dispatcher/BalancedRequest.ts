@@ -18,7 +18,7 @@ export type AttemptOutcome =
   | { type: 'error'; kind: FailureKind; error: Error }
   | { type: 'aborted' };
 
-export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'timeout' | 'throttled' | '5xx';
+export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | '5xx';
 
 /** What a request needs from the balancer. */
 export interface RequestHost {
@@ -142,9 +142,9 @@ export class BalancedRequest {
   #retryReserved(from: Attempt): void {
     const next = this.#next as Reservation;
     this.#next = undefined;
-    if (this.finished) {
+    if (this.finished || this.proxy.aborted) {
       this.host.budget.release();
-      return;
+      return this.#fail(this.proxy.reason ?? new Error('aborted'), false);
     }
     this.proxy.detach();
     this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1);

@@ -8,6 +8,7 @@ import { isLongRunning } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
 import { resolveOptions, type BalancerOptions, type ResolvedOptions, type UndiciModule } from '../options.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
+import { classifyError } from '../health/classifyError.ts';
 import { HealthTracker, type EjectReason, type ProbeResult } from '../health/HealthTracker.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { retryAfterMs } from '../health/retryAfter.ts';
@@ -60,6 +61,8 @@ export class Balancer extends undici.Dispatcher {
   /** The origin probes are sent for: `options.origin`, else the last balanced request's. */
   #probeOrigin: URL | undefined;
   #warnedProbeAuth = false;
+  /** When each endpoint last answered anything: a timeout right after an answer is not a black hole. */
+  readonly #lastAnswer = new WeakMap<Endpoint, number>();
   #passthrough: Agent | undefined;
   /** Requests that arrived before the first endpoint set. */
   #waiting: Array<() => void> = [];
@@ -77,15 +80,16 @@ export class Balancer extends undici.Dispatcher {
       this.#emit(event, origin, [this, ...targets], error),
     );
     const { clock } = this.#options;
-    this.#budget = new RetryBudget(this.#options.retryBudget.percent, this.#options.retryBudget.min);
+    this.#budget = new RetryBudget(this.#options.retryBudget.percent, this.#options.retryBudget.min, clock);
     this.#health = new HealthTracker(
       { ...this.#options, probes: this.#options.probe !== false },
       clock,
       {
         changed: () => this.#set.rebuild(),
         eject: (endpoint, reason, ms) => {
-          // A probe got no answer at all: requests waiting on that silent connection would only
-          // time out. Fail them now, so idempotent ones move to another endpoint at once.
+          // The endpoint stopped answering on open connections (a black hole). Requests waiting
+          // there, on the silent connection or queued for a new one, would only time out: fail
+          // them now, so those that may go elsewhere do.
           if (reason === 'unreachable') void this.#pools.reset(endpoint);
           this.#emit('eject', endpoint.info(), reason, ms);
         },
@@ -96,8 +100,15 @@ export class Balancer extends undici.Dispatcher {
     );
     this.#probeOrigin = this.#options.origin;
     if (this.#options.probe !== false) {
-      this.#prober = new Prober(this.#options.probe, clock, (endpoint, settings) => this.#sendProbe(endpoint, settings), (endpoint, result) =>
-        this.#health.probeResult(endpoint, result),
+      this.#prober = new Prober(
+        this.#options.probe,
+        clock,
+        (endpoint, settings) => this.#sendProbe(endpoint, settings),
+        (endpoint, result) => {
+          // No answer at all, perhaps after an earlier ejection for another reason: same as above.
+          if (result === 'unreachable') void this.#pools.reset(endpoint);
+          this.#health.probeResult(endpoint, result);
+        },
       );
     }
     this.#host = this.#requestHost();
@@ -255,8 +266,9 @@ export class Balancer extends undici.Dispatcher {
       // A refused stream (graceful GOAWAY) and errors that are not the endpoint's say nothing of its health.
       if (outcome.kind === 'other' || outcome.kind === 'refused') return this.#health.releaseProbation(endpoint);
       endpoint.failures++;
-      if (outcome.kind === 'connect' || outcome.kind === 'tls') {
-        this.#health.connectFailure(endpoint, outcome.kind);
+      const silent = outcome.kind === 'unresponsive' && !this.#answeredSince(endpoint, this.#options.clock.now() - 2 * this.#options.pingInterval);
+      if (outcome.kind === 'connect' || outcome.kind === 'tls' || silent) {
+        this.#health.connectFailure(endpoint, silent ? 'unreachable' : (outcome.kind as 'connect' | 'tls'));
         // The endpoint may be gone for good: let the resolver look again (it rate-limits itself).
         this.#resolver.refresh?.();
       } else {
@@ -265,6 +277,7 @@ export class Balancer extends undici.Dispatcher {
       return;
     }
     const { statusCode, headers } = outcome;
+    this.#lastAnswer.set(endpoint, this.#options.clock.now());
     if (statusCode >= 500) {
       endpoint.failures++;
       this.#health.serverError(endpoint);
@@ -283,6 +296,9 @@ export class Balancer extends undici.Dispatcher {
     if (!origin || endpoint.removed || this.#closed) return undefined;
     const verification = this.#verificationFor(origin);
     const pool = this.#pools.get(endpoint, origin.protocol, verification, false);
+    const clock = this.#options.clock;
+    const started = clock.now();
+    const wallStarted = performance.now();
     try {
       const res = await pool.request({
         path: settings.path,
@@ -301,9 +317,18 @@ export class Balancer extends undici.Dispatcher {
         }
         return 'pass';
       }
+      this.#lastAnswer.set(endpoint, clock.now());
       return res.statusCode >= 200 && res.statusCode < 400 ? 'pass' : 'fail';
-    } catch {
-      // No answer (refused, handshake failed, timed out): the apiserver is not there, or not talking.
+    } catch (error) {
+      const kind = classifyError(error);
+      if (kind === 'timeout' || kind === 'unresponsive') {
+        // A timeout proves nothing when this process was stalled past the deadline (its timers
+        // then fire late), or when the endpoint answered other requests meanwhile.
+        const late = performance.now() - wallStarted > settings.timeoutMs * 1.5 + 100;
+        if (late || this.#answeredSince(endpoint, started)) return undefined;
+      }
+      if (kind === 'connect' || kind === 'tls') return kind;
+      // Connected but no answer in time: a black hole, or not talking.
       return 'unreachable';
     }
   }
@@ -371,6 +396,10 @@ export class Balancer extends undici.Dispatcher {
     const waiting = this.#waiting;
     this.#waiting = [];
     for (const run of waiting) run();
+  }
+
+  #answeredSince(endpoint: Endpoint, since: number): boolean {
+    return (this.#lastAnswer.get(endpoint) ?? -Infinity) >= since;
   }
 
   #noEndpoints(): BalancerError {

@@ -72,6 +72,9 @@ export class EndpointPools {
       allowH2: !http1Only,
       connectTimeout: this.#options.connectTimeout,
       keepAliveTimeout: this.#options.keepAliveTimeout,
+      // An unanswered PING resets the connection by the next one: a black-holed apiserver frees
+      // the requests waiting on it within two intervals instead of at their timeout.
+      h2Options: { pingInterval: this.#options.pingInterval },
       connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
     });
     for (const event of ['connect', 'disconnect', 'connectionError']) {

@@ -28,7 +28,11 @@ export interface HealthListener {
   restore(endpoint: Endpoint, via: 'probation' | 'probe' | 'retry-after'): void;
 }
 
-export type ProbeResult = 'pass' | 'fail' | 'unreachable';
+/**
+ * `pass`/`fail`: the endpoint answered ready or not ready. `connect`/`tls`: no connection could be
+ * made. `unreachable`: no answer in time on a connection (a black hole).
+ */
+export type ProbeResult = 'pass' | 'fail' | 'connect' | 'tls' | 'unreachable';
 
 interface Health {
   consecutiveFailures: number;
@@ -75,8 +79,8 @@ export class HealthTracker {
     this.#random = random;
   }
 
-  /** A connection could not be made or TLS failed: the endpoint is down. */
-  connectFailure(endpoint: Endpoint, reason: 'connect' | 'tls'): void {
+  /** A connection could not be made, TLS failed, or a connection went silent: the endpoint is down. */
+  connectFailure(endpoint: Endpoint, reason: 'connect' | 'tls' | 'unreachable'): void {
     const h = this.#of(endpoint);
     h.probationInFlight = false;
     if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, reason);
@@ -153,6 +157,11 @@ export class HealthTracker {
   probeResult(endpoint: Endpoint, result: ProbeResult): void {
     if (endpoint.removed) return;
     const h = this.#of(endpoint);
+    if (result === 'connect' || result === 'tls') {
+      h.probePasses = 0;
+      this.connectFailure(endpoint, result);
+      return;
+    }
     if (result === 'unreachable') {
       h.probePasses = 0;
       if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, 'unreachable');

@@ -6,11 +6,13 @@
  * - `refused`: the server refused the stream before processing it (HTTP/2 GOAWAY past its last
  *   stream id, REFUSED_STREAM) once undici's own single replay was spent: nothing ran.
  * - `reset`: an established connection or stream broke: the request may have been written.
+ * - `unresponsive`: undici reset an HTTP/2 connection whose PING went unanswered (a black hole):
+ *   like `reset` for the request, but the endpoint is plainly not answering.
  * - `timeout`: no response headers within the request timeout.
  * - `aborted`: the caller gave up; says nothing about the endpoint.
  * - `other`: anything else (bad options, protocol errors from the caller's side): never retried.
  */
-export type FailureKind = 'connect' | 'tls' | 'refused' | 'reset' | 'timeout' | 'aborted' | 'other';
+export type FailureKind = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'aborted' | 'other';
 
 const CONNECT = new Set([
   'ECONNREFUSED',
@@ -32,7 +34,10 @@ export function classifyError(error: unknown): FailureKind {
   const { code, name, message } = (error ?? {}) as { code?: unknown; name?: unknown; message?: unknown };
   if (name === 'AbortError' || code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR') return 'aborted';
   // undici fails only the streams a GOAWAY says were never processed, with this message.
-  if (typeof message === 'string' && (message.includes('"GOAWAY" frame received') || message.includes('REFUSED_STREAM'))) return 'refused';
+  if (typeof message === 'string') {
+    if (message.includes('"GOAWAY" frame received') || message.includes('REFUSED_STREAM')) return 'refused';
+    if (message.includes('connection unresponsive')) return 'unresponsive';
+  }
   if (typeof code !== 'string') return 'other';
   if (CONNECT.has(code)) return 'connect';
   if (TLS.has(code) || TLS_PREFIXES.some((p) => code.startsWith(p))) return 'tls';
