@@ -9,6 +9,7 @@ import { BalancerError } from '../errors.ts';
 import { resolveOptions, type BalancerOptions, type ResolvedOptions, type UndiciModule } from '../options.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
 import { classifyError } from '../health/classifyError.ts';
+import { LagMonitor } from '../health/LagMonitor.ts';
 import { HealthTracker, type EjectReason, type ProbeResult } from '../health/HealthTracker.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { retryAfterMs } from '../health/retryAfter.ts';
@@ -63,6 +64,8 @@ export class Balancer extends undici.Dispatcher {
   #warnedProbeAuth = false;
   /** When each endpoint last answered anything: a timeout right after an answer is not a black hole. */
   readonly #lastAnswer = new WeakMap<Endpoint, number>();
+  /** Our own event-loop lag: a timeout during our stall says nothing about the apiserver. */
+  readonly #lag = new LagMonitor();
   #passthrough: Agent | undefined;
   /** Requests that arrived before the first endpoint set. */
   #waiting: Array<() => void> = [];
@@ -181,6 +184,7 @@ export class Balancer extends undici.Dispatcher {
       this.#closed = true;
       this.#prober?.close();
       this.#health.close();
+      this.#lag.close();
       const error = closedError();
       for (const waiter of this.#readyWaiters) waiter.reject(error);
       this.#readyWaiters = [];
@@ -266,7 +270,7 @@ export class Balancer extends undici.Dispatcher {
       // A refused stream (graceful GOAWAY) and errors that are not the endpoint's say nothing of its health.
       if (outcome.kind === 'other' || outcome.kind === 'refused') return this.#health.releaseProbation(endpoint);
       endpoint.failures++;
-      const silent = outcome.kind === 'unresponsive' && !this.#answeredSince(endpoint, this.#options.clock.now() - 2 * this.#options.pingInterval);
+      const silent = outcome.kind === 'unresponsive' && this.#conclusiveTimeout(endpoint, 2 * this.#options.pingInterval, this.#options.pingInterval);
       if (outcome.kind === 'connect' || outcome.kind === 'tls' || silent) {
         this.#health.connectFailure(endpoint, silent ? 'unreachable' : (outcome.kind as 'connect' | 'tls'));
         // The endpoint may be gone for good: let the resolver look again (it rate-limits itself).
@@ -297,8 +301,6 @@ export class Balancer extends undici.Dispatcher {
     const verification = this.#verificationFor(origin);
     const pool = this.#pools.get(endpoint, origin.protocol, verification, false);
     const clock = this.#options.clock;
-    const started = clock.now();
-    const wallStarted = performance.now();
     try {
       const res = await pool.request({
         path: settings.path,
@@ -321,12 +323,7 @@ export class Balancer extends undici.Dispatcher {
       return res.statusCode >= 200 && res.statusCode < 400 ? 'pass' : 'fail';
     } catch (error) {
       const kind = classifyError(error);
-      if (kind === 'timeout' || kind === 'unresponsive') {
-        // A timeout proves nothing when this process was stalled past the deadline (its timers
-        // then fire late), or when the endpoint answered other requests meanwhile.
-        const late = performance.now() - wallStarted > settings.timeoutMs * 1.5 + 100;
-        if (late || this.#answeredSince(endpoint, started)) return undefined;
-      }
+      if ((kind === 'timeout' || kind === 'unresponsive') && !this.#conclusiveTimeout(endpoint, settings.timeoutMs, settings.timeoutMs)) return undefined;
       if (kind === 'connect' || kind === 'tls') return kind;
       // Connected but no answer in time: a black hole, or not talking.
       return 'unreachable';
@@ -398,8 +395,14 @@ export class Balancer extends undici.Dispatcher {
     for (const run of waiting) run();
   }
 
-  #answeredSince(endpoint: Endpoint, since: number): boolean {
-    return (this.#lastAnswer.get(endpoint) ?? -Infinity) >= since;
+  /**
+   * Whether a timeout that covered the last `windowMs` proves the endpoint silent: it did not if the
+   * endpoint answered something meanwhile, or if this process itself lagged by a quarter of
+   * `deadlineMs` (its timers fired late and replies sat unread).
+   */
+  #conclusiveTimeout(endpoint: Endpoint, windowMs: number, deadlineMs: number): boolean {
+    const answered = (this.#lastAnswer.get(endpoint) ?? -Infinity) >= this.#options.clock.now() - windowMs;
+    return !answered && this.#lag.maxSince(performance.now() - windowMs) < deadlineMs / 4;
   }
 
   #noEndpoints(): BalancerError {
