@@ -39,6 +39,11 @@ export class Candidates {
   readonly total: number;
   /** True when too few endpoints were ready and every endpoint that is not removed is a candidate. */
   readonly panic: boolean;
+  /**
+   * Usable endpoints that are not candidates (levels the traffic does not reach, weight-0 backups),
+   * in order of preference: for a retry that has tried every candidate.
+   */
+  readonly reserve: readonly Endpoint[];
   /** True while some candidate is in slow start; cleared for good once the last ramp ends. */
   ramping: boolean;
   readonly #clock: Clock;
@@ -47,10 +52,11 @@ export class Candidates {
   readonly #since: Float64Array;
   readonly #rampUntil: number;
 
-  private constructor(endpoints: Endpoint[], weights: number[], panic: boolean, options: SelectOptions, clock: Clock) {
+  private constructor(endpoints: Endpoint[], weights: number[], reserve: Endpoint[], panic: boolean, options: SelectOptions, clock: Clock) {
     this.endpoints = endpoints;
     this.weights = Float64Array.from(weights);
     this.total = weights.reduce((a, b) => a + b, 0);
+    this.reserve = reserve;
     this.panic = panic;
     this.#clock = clock;
     this.#slowStartMs = options.slowStartMs;
@@ -97,21 +103,26 @@ export class Candidates {
     const spread = loads.filter((load) => load > 0).length > 1;
     const chosen: Endpoint[] = [];
     const weights: number[] = [];
+    const reserve: Endpoint[] = [];
     levels.forEach((level, k) => {
       const load = loads[k]!;
-      if (load <= 0) return;
       const usable = panic ? level : ready[k]!;
       const weighted = usable.some((e) => e.weight > 0);
       const members = weighted ? usable.filter((e) => e.weight > 0) : usable;
-      const raw = members.map((e) => (weighted ? e.weight : 1) * Math.max(MIN_WEIGHT_FACTOR, e.weightFactor));
-      const sum = raw.reduce((a, b) => a + b, 0);
-      members.forEach((e, j) => {
-        chosen.push(e);
-        // With one level carrying everything, integer weights stay integers: exact ties, exact cycles.
-        weights.push(spread ? (load * raw[j]!) / sum : raw[j]!);
-      });
+      if (load <= 0) {
+        reserve.push(...members);
+      } else {
+        const raw = members.map((e) => (weighted ? e.weight : 1) * Math.max(MIN_WEIGHT_FACTOR, e.weightFactor));
+        const sum = raw.reduce((a, b) => a + b, 0);
+        members.forEach((e, j) => {
+          chosen.push(e);
+          // With one level carrying everything, integer weights stay integers: exact ties, exact cycles.
+          weights.push(spread ? (load * raw[j]!) / sum : raw[j]!);
+        });
+      }
+      if (weighted) reserve.push(...usable.filter((e) => e.weight === 0));
     });
-    return new Candidates(chosen, weights, panic, options, clock);
+    return new Candidates(chosen, weights, reserve, panic, options, clock);
   }
 
   /** The clock, for a pick while `ramping`; clears `ramping` once every ramp is over. */

@@ -26,13 +26,22 @@ export class SchedulePicker implements Picker {
 
   pick(request: PickRequest): Endpoint | undefined {
     const exclude = request.exclude;
-    if (request.longRunning) return this.#fewestStreams(exclude);
+    if (request.longRunning) return this.#fewestStreams(exclude) ?? this.#fromReserve(exclude);
     if (exclude !== undefined && exclude.size > 0) {
       const i = this.#schedule.nextExcept(exclude);
-      return i < 0 ? undefined : this.#endpoints[i];
+      return i < 0 ? this.#fromReserve(exclude) : this.#endpoints[i];
     }
     if (this.#leastRequest) return this.#lessLoaded();
     return this.#endpoints[this.#schedule.next()];
+  }
+
+  /**
+   * A retry that has tried every candidate may still go to a usable endpoint that takes no traffic
+   * of its own: the next priority level, a weight-0 backup (Envoy's retry priority does the same).
+   */
+  #fromReserve(exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined {
+    if (exclude === undefined) return undefined;
+    return this.#candidates.reserve.find((endpoint) => !exclude.has(endpoint));
   }
 
   /**
@@ -91,7 +100,7 @@ export class SchedulePicker implements Picker {
     }
     const ea = endpoints[a]!;
     const eb = endpoints[b]!;
-    return (eb.inFlight + 1) * wa < (ea.inFlight + 1) * wb ? eb : ea;
+    return eb.inFlight * wa < ea.inFlight * wb ? eb : ea;
   }
 
   /** A non-negative pseudo-random integer (xorshift32); enough to draw the second choice. */
