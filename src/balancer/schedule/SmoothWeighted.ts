@@ -29,7 +29,19 @@ export class SmoothWeighted implements Schedule {
   }
 
   next(): number {
-    if (this.#candidates.ramping) return this.#step(undefined);
+    return this.#candidates.ramping ? this.#step(undefined) : this.#nextSteady();
+  }
+
+  nextExcept(exclude: ReadonlySet<Endpoint>): number {
+    return this.#step(exclude);
+  }
+
+  urgency(i: number): number {
+    return this.#credit[i]! + this.#weights[i]!;
+  }
+
+  /** The hot path: steady weights, nothing excluded. */
+  #nextSteady(): number {
     const weights = this.#weights;
     const credit = this.#credit;
     const n = credit.length;
@@ -45,14 +57,6 @@ export class SmoothWeighted implements Schedule {
     }
     credit[best] = max - this.#total;
     return best;
-  }
-
-  nextExcept(exclude: ReadonlySet<Endpoint>): number {
-    return this.#step(exclude);
-  }
-
-  urgency(i: number): number {
-    return this.#credit[i]! + this.#weights[i]!;
   }
 
   /**
@@ -117,10 +121,7 @@ export class SmoothWeighted implements Schedule {
    */
   #randomStart(): void {
     const picks = Math.floor(Math.random() * Math.min(cycleLength(this.#weights), MAX_START_PICKS));
-    const ramping = this.#candidates.ramping;
-    this.#candidates.ramping = false;
-    for (let k = 0; k < picks; k++) this.next();
-    this.#candidates.ramping = ramping;
+    for (let k = 0; k < picks; k++) this.#nextSteady();
   }
 }
 
