@@ -88,7 +88,7 @@ export class SchedulePicker implements Picker {
     const a = this.#schedule.next();
     const n = endpoints.length;
     if (n === 1) return endpoints[a]!;
-    let b = this.#nextRandom() % (n - 1);
+    let b = this.#nextRandom(n - 1);
     if (b >= a) b++;
     const candidates = this.#candidates;
     let wa = this.#weights[a]!;
@@ -103,13 +103,16 @@ export class SchedulePicker implements Picker {
     return eb.inFlight * wa < ea.inFlight * wb ? eb : ea;
   }
 
-  /** A non-negative pseudo-random integer (xorshift32); enough to draw the second choice. */
-  #nextRandom(): number {
+  /**
+   * A pseudo-random integer in [0, below) for below ≤ 65536: xorshift32, its top 16 bits scaled by
+   * a multiplication instead of a division (Lemire). Enough to draw the second choice.
+   */
+  #nextRandom(below: number): number {
     let x = this.#random[0]!;
     x ^= x << 13;
     x ^= x >>> 17;
     x ^= x << 5;
     this.#random[0] = x;
-    return x >>> 0;
+    return ((x >>> 16) * below) >>> 16;
   }
 }
