@@ -2,6 +2,7 @@ import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { isIP } from 'node:net';
 import type * as Undici from 'undici';
 import { systemClock, type Clock } from './clock.ts';
+import type { Policy } from './balancer/Picker.ts';
 import { invalidOption } from './errors.ts';
 import { createResolver, type Target } from './resolver/parseTarget.ts';
 import type { Resolver } from './resolver/Resolver.ts';
@@ -87,6 +88,28 @@ export interface BalancerOptions {
   probe?: ProbeOptions | false;
   /** Time source for every timer and measurement. For tests; default: the system clock. */
   clock?: Clock;
+  /**
+   * How short requests are spread. `'round-robin'` (default): weighted and deterministic, each
+   * endpoint within a pick or two of its share in any stretch of requests. `'least-request'`: power
+   * of two choices between the round robin's next endpoint and a random one, by in-flight requests
+   * per unit of weight; for workloads whose requests differ a lot in cost. Long-running requests
+   * (watches, `follow=true` logs, exec/attach/port-forward) always go where the fewest are open.
+   */
+  policy?: Policy;
+  /**
+   * Milliseconds over which an endpoint that joins or comes back ramps from 10 % to its full weight,
+   * so a restarted apiserver is not hit by its whole share at once (Envoy's slow start, linear). Read
+   * at every pick, so it also holds at low request rates. Endpoints of the first set start at full
+   * weight. `0` turns it off. Default 10000.
+   */
+  slowStartMs?: number;
+  /**
+   * Panic mode: when fewer than this fraction of the endpoints are ready (with SRV priorities: in
+   * every priority level), health is not to be trusted and requests go to every endpoint that has
+   * not been removed, instead of piling onto the few survivors or failing. In [0, 1]; `0` turns it
+   * off. Default 0.5 (Envoy's default).
+   */
+  panicThreshold?: number;
 }
 
 export interface ProbeOptions {
@@ -113,6 +136,9 @@ export const defaultOptions = {
   maxEjectionMs: 30_000,
   maxEjectionPercent: 50,
   probe: { path: '/readyz', intervalMs: 2_000, timeoutMs: 1_000, headers: {} },
+  policy: 'round-robin',
+  slowStartMs: 10_000,
+  panicThreshold: 0.5,
 } as const;
 
 /** Options after validation, with defaults applied. */
@@ -134,6 +160,9 @@ export interface ResolvedOptions {
   maxEjectionPercent: number;
   probe: Required<ProbeOptions> | false;
   clock: Clock;
+  policy: Policy;
+  slowStartMs: number;
+  panicThreshold: number;
 }
 
 /** Validates everything up front so a bad option fails at construction, naming the field. */
@@ -159,7 +188,27 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     maxEjectionPercent: integerIn('maxEjectionPercent', options.maxEjectionPercent ?? defaultOptions.maxEjectionPercent, 0, 100),
     probe: validateProbe(options.probe),
     clock: validateClock(options.clock),
+    policy: validatePolicy(options.policy ?? defaultOptions.policy),
+    slowStartMs: nonNegativeMs('slowStartMs', options.slowStartMs ?? defaultOptions.slowStartMs),
+    panicThreshold: fraction('panicThreshold', options.panicThreshold ?? defaultOptions.panicThreshold),
   };
+}
+
+const policies: readonly Policy[] = ['round-robin', 'least-request'];
+
+function validatePolicy(policy: unknown): Policy {
+  if (!policies.includes(policy as Policy)) throw invalidOption('policy', policy, `must be one of ${policies.map((p) => `'${p}'`).join(', ')}`);
+  return policy as Policy;
+}
+
+function nonNegativeMs(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw invalidOption(field, value, 'must be a number of milliseconds, 0 or more');
+  return value;
+}
+
+function fraction(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !(value >= 0 && value <= 1)) throw invalidOption(field, value, 'must be a fraction in [0, 1]');
+  return value;
 }
 
 function parseOrigin(origin: string | URL): URL {

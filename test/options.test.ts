@@ -1,6 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
 import { certs } from '../fixtures/certs/index.ts';
-import { BalancerError, createBalancer, type BalancerErrorCode, type BalancerOptions } from '../src/index.ts';
+import { BalancerError, createBalancer, defaultOptions, type BalancerErrorCode, type BalancerOptions } from '../src/index.ts';
 
 function rejects(t: ExecutionContext, options: unknown, code: BalancerErrorCode, message: RegExp): void {
   const error = t.throws(() => createBalancer(options as BalancerOptions), { instanceOf: BalancerError });
@@ -54,6 +54,15 @@ const invalidOptions: Array<[string, unknown, RegExp]> = [
   ['undici not a module', { undici: {} }, /options.undici must be an undici module/],
   ['connectTimeout zero', { connectTimeout: 0 }, /options.connectTimeout must be a positive number/],
   ['keepAliveTimeout NaN', { keepAliveTimeout: Number.NaN }, /options.keepAliveTimeout/],
+  ['maxAttempts 0', { maxAttempts: 0 }, /options.maxAttempts must be an integer from 1 to 10; got 0/],
+  ['retryBudget.percent 101', { retryBudget: { percent: 101 } }, /options.retryBudget.percent must be an integer from 0 to 100/],
+  ['probe.path relative', { probe: { path: 'readyz' } }, /options.probe.path must be a path starting with "\/"; got "readyz"/],
+  ['probe.intervalMs negative', { probe: { intervalMs: -1 } }, /options.probe.intervalMs/],
+  ['probe.headers not strings', { probe: { headers: { authorization: 1 } } }, /options.probe.headers/],
+  ['probe true', { probe: true }, /options.probe must be an object or false/],
+  ['pingInterval fractional', { pingInterval: 1.5 }, /options.pingInterval/],
+  ['maxEjectionPercent 150', { maxEjectionPercent: 150 }, /options.maxEjectionPercent/],
+  ['consecutive5xx 0', { consecutive5xx: 0 }, /options.consecutive5xx/],
 ];
 
 for (const [name, options, message] of invalidOptions) {
@@ -81,4 +90,17 @@ test('valid options are accepted', async (t) => {
     ],
   );
   await balancer.close();
+});
+
+test('picker options: policy, slowStartMs and panicThreshold are validated, with defaults', (t) => {
+  const target = 'static:///127.0.0.1:6443';
+  rejects(t, { target, policy: 'random' }, 'ERR_INVALID_OPTION', /options.policy must be one of 'round-robin', 'least-request'; got "random"/);
+  rejects(t, { target, slowStartMs: -1 }, 'ERR_INVALID_OPTION', /options.slowStartMs must be a number of milliseconds, 0 or more/);
+  rejects(t, { target, slowStartMs: Infinity }, 'ERR_INVALID_OPTION', /options.slowStartMs/);
+  rejects(t, { target, panicThreshold: 1.5 }, 'ERR_INVALID_OPTION', /options.panicThreshold must be a fraction in \[0, 1\]; got 1.5/);
+  rejects(t, { target, panicThreshold: Number.NaN }, 'ERR_INVALID_OPTION', /options.panicThreshold/);
+  t.like(defaultOptions, { policy: 'round-robin', slowStartMs: 10_000, panicThreshold: 0.5 });
+  for (const options of [{ policy: 'least-request' as const }, { slowStartMs: 0 }, { panicThreshold: 0 }, { panicThreshold: 1 }]) {
+    t.notThrows(() => void createBalancer({ target, ...options }).close());
+  }
 });

@@ -33,11 +33,14 @@ export class Endpoint {
   weight: number;
   priority: number;
   state: EndpointState = 'ready';
-  /** Clock time (ms) it last became ready, by joining or by coming back; slow start ramps from here. */
+  /**
+   * Clock time (ms) it last became ready, by joining or by coming back; slow start ramps from here.
+   * −Infinity for the endpoints of the balancer's first set, which have nothing to be protected from.
+   */
   readySince: number;
   /**
    * Multiplier on `weight` set by health (e.g. lowered after 429s from API Priority and Fairness),
-   * in (0, 1]. The picker uses `weight × weightFactor` as the endpoint's share.
+   * in (0, 1]. The picker uses `weight × weightFactor` (× the slow-start ramp) as the endpoint's share.
    */
   weightFactor = 1;
   /** Set once the resolver stops listing it: no new requests, in-flight ones finish. */

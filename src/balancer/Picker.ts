@@ -4,15 +4,25 @@ import type { Endpoint } from './Endpoint.ts';
 export interface PickRequest {
   /** Watches, `follow=true` logs and upgrades: balanced by open streams, not by request count. */
   longRunning: boolean;
-  /** Endpoints this request already tried: a retry never goes to the same endpoint twice. */
+  /**
+   * Endpoints this request has already tried: a retry never goes back to one of them. Only retries
+   * pass it, so the common path stays free of set look-ups.
+   */
   exclude?: ReadonlySet<Endpoint> | undefined;
 }
 
 /**
  * The momentary choice function of the balancer (gRPC's model): rebuilt whenever the endpoint set or
- * an endpoint's eligibility changes, so `pick` reads a fixed snapshot and stays O(1).
+ * an endpoint's eligibility changes, so `pick` reads a fixed snapshot and never allocates.
  */
 export interface Picker {
   /** The endpoint for this request, or `undefined` when none can take it. */
   pick(request: PickRequest): Endpoint | undefined;
 }
+
+/**
+ * - `round-robin`: weighted, deterministic order (smooth weighted round robin or earliest deadline first).
+ * - `least-request`: power of two choices between the round robin's next endpoint and a random one,
+ *   by in-flight requests per unit of weight.
+ */
+export type Policy = 'round-robin' | 'least-request';

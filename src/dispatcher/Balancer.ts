@@ -78,7 +78,7 @@ export class Balancer extends undici.Dispatcher {
     this.#options = resolveOptions(options);
     this.#undici = this.#options.undici ?? undici;
     this.#resolver = this.#options.resolver;
-    this.#set = new EndpointSet(this.#options.clock);
+    this.#set = new EndpointSet(this.#options.clock, this.#options);
     this.#pools = new EndpointPools(this.#undici, this.#options, (event, origin, targets, error) =>
       this.#emit(event, origin, [this, ...targets], error),
     );

@@ -112,7 +112,12 @@ test('recovery: probation request, then slow start, then an even share again (fa
     await get();
     t.is(servers[0]!.requests.length, 1, 'exactly one probation request');
     t.deepEqual(events.at(-1), 'restore 127.0.0.2 probation');
-    clock.advance(60_000);
+    // Slow start: it begins at 10 % of its weight (0.1 of 2.1 ≈ 5 % of the picks)…
+    for (const s of servers) s.requests.length = 0;
+    await load(210, 10, get);
+    t.true(servers[0]!.requests.length <= 21, `${servers[0]!.requests.length} of 210 right after coming back`);
+    // …and is back to its full share once the slow-start window has passed.
+    clock.advance(10_000);
     for (const s of servers) s.requests.length = 0;
     await load(300, 10, get);
     t.deepEqual(servers.map((s) => s.requests.length), [100, 100, 100]);

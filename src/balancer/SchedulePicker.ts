@@ -1,0 +1,118 @@
+import type { Candidates } from './Candidates.ts';
+import type { Endpoint } from './Endpoint.ts';
+import type { Picker, PickRequest, Policy } from './Picker.ts';
+import type { Schedule } from './schedule/Schedule.ts';
+
+/**
+ * Picks from one `Candidates` snapshot: short requests in the schedule's weighted order (or by
+ * power of two choices), long-running ones by open streams, retries never on an endpoint tried before.
+ */
+export class SchedulePicker implements Picker {
+  readonly #candidates: Candidates;
+  readonly #endpoints: readonly Endpoint[];
+  readonly #weights: Float64Array;
+  readonly #schedule: Schedule;
+  readonly #leastRequest: boolean;
+  /** xorshift32 state: `Math.random()` would allocate a heap number per pick. */
+  readonly #random = Int32Array.of(Math.floor(Math.random() * 0x7fffffff) | 1);
+
+  constructor(candidates: Candidates, schedule: Schedule, policy: Policy) {
+    this.#candidates = candidates;
+    this.#endpoints = candidates.endpoints;
+    this.#weights = candidates.weights;
+    this.#schedule = schedule;
+    this.#leastRequest = policy === 'least-request';
+  }
+
+  pick(request: PickRequest): Endpoint | undefined {
+    const exclude = request.exclude;
+    if (request.longRunning) return this.#fewestStreams(exclude) ?? this.#fromReserve(exclude);
+    if (exclude !== undefined && exclude.size > 0) {
+      const i = this.#schedule.nextExcept(exclude);
+      return i < 0 ? this.#fromReserve(exclude) : this.#endpoints[i];
+    }
+    if (this.#leastRequest) return this.#lessLoaded();
+    return this.#endpoints[this.#schedule.next()];
+  }
+
+  /**
+   * A retry that has tried every candidate may still go to a usable endpoint that takes no traffic
+   * of its own: the next priority level, a weight-0 backup (Envoy's retry priority does the same).
+   */
+  #fromReserve(exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined {
+    if (exclude === undefined) return undefined;
+    return this.#candidates.reserve.find((endpoint) => !exclude.has(endpoint));
+  }
+
+  /**
+   * A watch stays open for minutes, so counting requests says nothing about where watches are: place
+   * it where open streams per unit of weight would be fewest (with equal weights, simply the fewest
+   * streams); ties go to whichever the weighted order has due first, without taking its turn. Slow
+   * start does not apply: an apiserver that just came back holds no watches, and filling it is the point.
+   */
+  #fewestStreams(exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined {
+    const endpoints = this.#endpoints;
+    const weights = this.#weights;
+    let best = -1;
+    let bestUrgency = NaN; // computed on the first tie only
+    for (let i = 0; i < endpoints.length; i++) {
+      const endpoint = endpoints[i]!;
+      if (exclude?.has(endpoint)) continue;
+      if (best < 0) {
+        best = i;
+        continue;
+      }
+      const mine = (endpoint.streams + 1) * weights[best]!;
+      const theirs = (endpoints[best]!.streams + 1) * weights[i]!;
+      if (mine > theirs) continue;
+      if (mine === theirs) {
+        if (Number.isNaN(bestUrgency)) bestUrgency = this.#schedule.urgency(best);
+        const urgency = this.#schedule.urgency(i);
+        if (urgency <= bestUrgency) continue;
+        bestUrgency = urgency;
+      } else {
+        bestUrgency = NaN;
+      }
+      best = i;
+    }
+    return best < 0 ? undefined : endpoints[best];
+  }
+
+  /**
+   * Power of two choices: the weighted order's next endpoint against one other drawn at random; the
+   * random one wins only with fewer in-flight requests per unit of weight. When load is even (or
+   * light) this is exactly the weighted round robin, without the unevenness of two random draws.
+   */
+  #lessLoaded(): Endpoint {
+    const endpoints = this.#endpoints;
+    const a = this.#schedule.next();
+    const n = endpoints.length;
+    if (n === 1) return endpoints[a]!;
+    let b = this.#nextRandom(n - 1);
+    if (b >= a) b++;
+    const candidates = this.#candidates;
+    let wa = this.#weights[a]!;
+    let wb = this.#weights[b]!;
+    if (candidates.ramping) {
+      const now = candidates.now();
+      wa = candidates.weightAt(a, now);
+      wb = candidates.weightAt(b, now);
+    }
+    const ea = endpoints[a]!;
+    const eb = endpoints[b]!;
+    return eb.inFlight * wa < ea.inFlight * wb ? eb : ea;
+  }
+
+  /**
+   * A pseudo-random integer in [0, below) for below ≤ 65536: xorshift32, its top 16 bits scaled by
+   * a multiplication instead of a division (Lemire). Enough to draw the second choice.
+   */
+  #nextRandom(below: number): number {
+    let x = this.#random[0]!;
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    this.#random[0] = x;
+    return ((x >>> 16) * below) >>> 16;
+  }
+}
