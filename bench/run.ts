@@ -6,6 +6,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
   dispatch: () => import('./dispatch.ts'),
   failover: () => import('./failover.ts'),
   picker: () => import('./picker.ts'),
+  spread: () => import('./spread.ts'),
 };
 
 const wanted = process.argv.slice(2);

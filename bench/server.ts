@@ -1,5 +1,6 @@
 // A minimal HTTPS server for benchmarks, run as a child process so it has its own core.
-// argv: <host> <h2|h1>. Prints the port on stdout once listening.
+// argv: <host> <h2|h1>. Prints the port on stdout once listening. `GET /__count` answers the number
+// of requests served since the last such call (and resets it), so benchmarks can see the spread.
 import http2 from 'node:http2';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -7,7 +8,15 @@ import { certs } from '../fixtures/certs/index.ts';
 
 const [host = '127.0.0.1', protocol = 'h2'] = process.argv.slice(2);
 const body = JSON.stringify({ kind: 'ConfigMap', apiVersion: 'v1', metadata: { name: 'bench', namespace: 'default' } });
-const handler = (_req: unknown, res: { writeHead(s: number, h: Record<string, string>): void; end(b: string): void }): void => {
+let served = 0;
+const handler = (req: { url?: string }, res: { writeHead(s: number, h: Record<string, string>): void; end(b: string): void }): void => {
+  if (req.url === '/__count') {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end(String(served));
+    served = 0;
+    return;
+  }
+  if (req.url !== '/readyz') served++;
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end(body);
 };
