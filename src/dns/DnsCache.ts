@@ -41,8 +41,11 @@ interface Entry {
   error: DnsError | undefined;
 }
 
-/** RFC 2308 §5: a negative answer without SOA should not be cached; we re-ask after this long. */
-const NEGATIVE_TTL_WITHOUT_SOA = 5;
+/**
+ * RFC 2308 §5: a negative answer without SOA (dnsmasq's `--local`) should not be cached, so it
+ * counts as TTL 0, which `minTtl` turns into "ask again in about a second".
+ */
+const NEGATIVE_TTL_WITHOUT_SOA = 0;
 /** Retry after a failure: 1 s doubling to 30 s (RFC 8767's failure recheck; RFC 9520's ≥ 1 s). */
 const RETRY_BASE = 1_000;
 const RETRY_MAX = 30_000;

@@ -27,12 +27,18 @@ export interface DnsResolverOptions {
   target: string;
 }
 
-/** The least time between two resolution rounds, whatever the TTLs say or `refresh()` asks. */
+/** The least time between a round and one that `refresh()` asks for. */
 export const MIN_ROUND_INTERVAL = 1_000;
+/**
+ * The least time between two rounds the TTLs ask for. Each answer is refreshed on its own schedule
+ * (never sooner than 75 % of `minTtl` after it was fetched), so this only guards against a tight loop.
+ */
+const MIN_TIMER_GAP = 250;
 
 /**
- * A resolver on DNS: runs a lookup strategy when the answers it used want refreshing, or when
- * `refresh()` asks (at most one round a second), and tells the listener about real changes only.
+ * A resolver on DNS: runs a lookup strategy when one of the answers it used wants refreshing (only
+ * that one goes to the network), or when `refresh()` asks (then every answer, at most once a
+ * second), and tells the listener about real changes only.
  * A failure never touches the set; a negative answer after a good one keeps the set for `maxStale`.
  */
 export class DnsResolver implements Resolver {
@@ -123,7 +129,7 @@ export class DnsResolver implements Resolver {
     this.#round = this.#lookup(this.#options.cache, force)
       .then(
         (result) => {
-          next = Math.max(next, result.refreshAt);
+          next = Math.max(this.#lastRoundAt + MIN_TIMER_GAP, result.refreshAt);
           if (!this.#closed) this.#apply(result);
         },
         // A lookup strategy reports failures in its result; anything thrown is a bug, not a DNS problem.
