@@ -5,6 +5,7 @@ import { writeResults } from './lib.ts';
 const suites: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
   dispatch: () => import('./dispatch.ts'),
   picker: () => import('./picker.ts'),
+  dns: () => import('./dns.ts'),
 };
 
 const wanted = process.argv.slice(2);

@@ -26,7 +26,8 @@ const MAX_TCP_BYTES = 4 * (2 + 0xffff);
  */
 export function exchangeUdp(x: Exchange): Promise<Response> {
   return exchange(x, (settle) => {
-    const socket = dgram.createSocket(net.isIPv6(x.server.address.split('%')[0] ?? '') ? 'udp6' : 'udp4');
+    const family = net.isIPv6(x.server.address.split('%')[0] ?? '') ? 6 : 4;
+    const socket = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', lookup: literal });
     const expected = canonicalAddress(x.server.address);
     socket.on('error', (error: NodeJS.ErrnoException) => settle(socketError(x, error)));
     socket.on('message', (message, remote) => {
@@ -35,12 +36,15 @@ export function exchangeUdp(x: Exchange): Promise<Response> {
       const response = parseResponse(message, x.query);
       if (response) settle(response);
     });
+    let closed = false;
     socket.connect(x.server.port, x.server.address, () => {
-      socket.send(encodeQuery(x.query), (error) => {
-        if (error) settle(socketError(x, error));
-      });
+      // The exchange may be over (timeout, abort) before the connect callback runs.
+      if (closed) return;
+      // Without a callback, send errors come as 'error' events, and dgram may send at once.
+      socket.send(encodeQuery(x.query));
     });
     return () => {
+      closed = true;
       try {
         socket.close();
       } catch {
@@ -131,6 +135,14 @@ function malformed(x: Exchange, detail: string): DnsError {
 
 function aborted(x: Exchange): DnsError {
   return new DnsError('ABORTED', describe(x));
+}
+
+/**
+ * dgram resolves even an IP literal through dns.lookup (a tick each for bind and connect); every
+ * address we connect to is a literal, so the answer is the address itself, at once.
+ */
+function literal(address: string, options: unknown, callback: (error: null, address: string, family: number) => void): void {
+  callback(null, address, net.isIPv6(address.split('%')[0] ?? '') ? 6 : 4);
 }
 
 /** One spelling per address, so `::1` and `0:0:0:0:0:0:0:1` compare equal. */

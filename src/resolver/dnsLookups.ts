@@ -22,7 +22,8 @@ export function srvLookup(name: string): DnsLookup {
     const answer = srv.answer;
     if (!answer) return result;
     if (answer.kind !== 'records') return negative(result, new DnsError(answer.kind, `${name} SRV`));
-    const records = answer.srv.filter((r) => r.target !== '.');
+    // Port 0 cannot be dialled; "." is RFC 2782's "no service here".
+    const records = answer.srv.filter((r) => r.target !== '.' && r.port !== 0);
     // RFC 2782: a lone target of "." means the service is decidedly not available here.
     if (records.length === 0) return negative(result, new DnsError('NODATA', `${name} SRV`, 'the only target is ".": no service'));
     const unglued = [...new Set(records.map((r) => canonical(r.target)).filter((t) => !answer.glue.has(t)))];
