@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import test, { type ExecutionContext } from 'ava';
 import { certs } from '../fixtures/certs/index.ts';
 import { BalancerError, createBalancer, defaultOptions, type BalancerErrorCode, type BalancerOptions } from '../src/index.ts';
@@ -124,4 +125,11 @@ test('valid dns options are accepted and a DNS target starts resolving', async (
   const error = await t.throwsAsync(balancer.ready(), { instanceOf: BalancerError });
   t.is(error?.code, 'ERR_NO_ENDPOINTS');
   await balancer.close();
+});
+
+test('the README option table lists every dns option', (t) => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  for (const key of ['servers', 'timeout', 'attempts', ...Object.keys(defaultOptions.dns)]) {
+    t.true(readme.includes(`| \`dns.${key}\` |`), `dns.${key}`);
+  }
 });
