@@ -49,6 +49,8 @@ export class DnsResolver implements Resolver {
   #current: EndpointAddress[] | undefined;
   #negativeSince: number | undefined;
   #staleWarned = false;
+  /** A cached failure comes back with every lookup until its retry: report each one once. */
+  readonly #reported = new WeakSet<Error>();
   #timer: ClockTimer | undefined;
   #timerAt = Infinity;
   #round: Promise<void> | undefined;
@@ -149,7 +151,11 @@ export class DnsResolver implements Resolver {
   #apply(result: DnsLookupResult): void {
     const listener = this.#listener!;
     const { target, maxStale, clock } = this.#options;
-    for (const error of result.errors) listener.error(error);
+    for (const error of result.errors) {
+      if (this.#reported.has(error)) continue;
+      this.#reported.add(error);
+      listener.error(error);
+    }
     if (result.endpoints.length > 0) {
       this.#negativeSince = undefined;
       if (result.stale && !this.#staleWarned) listener.warning?.(`${target}: DNS refresh is failing; serving the last answer past its TTL`);

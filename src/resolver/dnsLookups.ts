@@ -1,4 +1,8 @@
 // The two DNS lookup strategies behind `dns+srv:` and `dns:` targets, on the shared answer cache.
+//
+// A round may succeed in part (one target's lookup fails). Its endpoints are still used: the cache
+// serves every answer it ever had for up to maxStale, so a lookup that fails without an answer is
+// one that never had any, and no endpoint that was in the set is lost through it.
 import { isIPv4 } from 'node:net';
 import type { CacheResult } from '../dns/DnsCache.ts';
 import { DnsError } from '../dns/DnsError.ts';
@@ -25,7 +29,7 @@ export function srvLookup(name: string): DnsLookup {
     // Port 0 cannot be dialled; "." is RFC 2782's "no service here".
     const records = answer.srv.filter((r) => r.target !== '.' && r.port !== 0);
     // RFC 2782: a lone target of "." means the service is decidedly not available here.
-    if (records.length === 0) return negative(result, new DnsError('NODATA', `${name} SRV`, 'the only target is ".": no service'));
+    if (records.length === 0) return negative(result, new DnsError('NODATA', `${name} SRV`, 'no usable target (only "." or port 0): no service'));
     const unglued = [...new Set(records.map((r) => canonical(r.target)).filter((t) => !answer.glue.has(t)))];
     const addresses = new Map<string, { list: string[]; ttl: number | undefined }>();
     for (const [target, list] of answer.glue) addresses.set(target, { list: [...list], ttl: answer.ttl });

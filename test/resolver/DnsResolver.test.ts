@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import test from 'ava';
 import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
 import { dnsCacheDefaults, type DnsCacheOptions } from '../../src/dns/DnsCache.ts';
@@ -293,7 +296,31 @@ test('refresh() re-resolves at once, bypassing the cache, and at most once a sec
   );
 });
 
-test('close() ends a query under way and leaves no socket or timer behind', async (t) => {
+test('resolv.conf gives the search list and ndots; options.dns.servers replaces only its name servers', async (t) => {
+  const server = await DnsTestServer.start();
+  server.add({ name: 'apiservers.api.test', type: 'A', data: '127.0.0.11' });
+  const dir = mkdtempSync(join(tmpdir(), 'resolv-'));
+  writeFileSync(join(dir, 'resolv.conf'), 'nameserver 192.0.2.1\nsearch other.test api.test\noptions ndots:2 attempts:1\n');
+  const resolver = createResolver('dns:///apiservers:6443', {
+    clock: new FakeClock(),
+    dns: { ...dnsCacheDefaults, servers: [{ address: server.host, port: server.port }] },
+    resolvConf: join(dir, 'resolv.conf'),
+  }) as DnsResolver;
+  const sets: Array<readonly EndpointAddress[]> = [];
+  resolver.start({ endpoints: (s) => sets.push(s), error: () => {} });
+  await resolver.settled();
+  t.deepEqual(sets, [[{ address: '127.0.0.11', port: 6443, ttl: 30, source: 'dns' }]]);
+  t.deepEqual(
+    [...new Set(server.log.map((q) => q.name))],
+    ['apiservers.other.test', 'apiservers.api.test', 'apiservers'],
+    'A stops at the first positive answer; AAAA goes on through NODATA (glibc)',
+  );
+  await resolver.close();
+  await server.close();
+});
+
+// Serial: other tests of this file open sockets of their own, which would count as leaks.
+test.serial('close() ends a query under way and leaves no socket or timer behind', async (t) => {
   const baseline = activeResources();
   const server = await DnsTestServer.start();
   server.rule({ action: { drop: true } });
