@@ -7,6 +7,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
   failover: () => import('./failover.ts'),
   picker: () => import('./picker.ts'),
   spread: () => import('./spread.ts'),
+  dns: () => import('./dns.ts'),
 };
 
 const wanted = process.argv.slice(2);

@@ -12,10 +12,12 @@ export type BalancerErrorCode =
   /** Every attempt of a request failed; `causes` holds each endpoint's error. */
   | 'ERR_ALL_ENDPOINTS_FAILED'
   /** The balancer was closed or destroyed. */
-  | 'ERR_BALANCER_CLOSED';
+  | 'ERR_BALANCER_CLOSED'
+  /** A DNS lookup failed or found no records; `reason` says which (a `DnsError`). */
+  | 'ERR_DNS';
 
 export class BalancerError extends Error {
-  override readonly name = 'BalancerError';
+  override readonly name: string = 'BalancerError';
   readonly code: BalancerErrorCode;
   /** For `ERR_ALL_ENDPOINTS_FAILED`: each endpoint tried (`ip:port`) and its error, in order. */
   readonly causes: ReadonlyArray<{ endpoint: string; error: Error }>;

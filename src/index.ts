@@ -1,6 +1,7 @@
 export { Balancer, createBalancer, type BalancerEvents } from './dispatcher/Balancer.ts';
 export { BalancerError, type BalancerErrorCode } from './errors.ts';
-export type { BalancerOptions, TlsOptions, UndiciModule, Pem } from './options.ts';
+export { DnsError, type DnsErrorReason } from './dns/DnsError.ts';
+export type { BalancerOptions, DnsOptions, TlsOptions, UndiciModule, Pem } from './options.ts';
 export type { Policy } from './balancer/Picker.ts';
 export { defaultOptions } from './options.ts';
 export type { EndpointInfo, EndpointState } from './balancer/Endpoint.ts';

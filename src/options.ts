@@ -3,8 +3,11 @@ import { isIP } from 'node:net';
 import type * as Undici from 'undici';
 import { systemClock, type Clock } from './clock.ts';
 import type { Policy } from './balancer/Picker.ts';
+import { dnsCacheDefaults } from './dns/DnsCache.ts';
+import type { DnsClientOverrides } from './dns/DnsClient.ts';
+import { parseNameServer } from './dns/ResolvConf.ts';
 import { invalidOption } from './errors.ts';
-import { createResolver, type Target } from './resolver/parseTarget.ts';
+import { createResolver, type ResolverContext, type Target } from './resolver/parseTarget.ts';
 import type { Resolver } from './resolver/Resolver.ts';
 
 /** The parts of an undici module the balancer builds its connection pools from. */
@@ -29,10 +32,49 @@ export interface TlsOptions {
   rejectUnauthorized?: boolean;
 }
 
+/**
+ * How `dns+srv:` and `dns:` targets are resolved. Whatever is not set here comes from
+ * `/etc/resolv.conf` (with `LOCALDOMAIN` and `RES_OPTIONS`), as glibc reads it.
+ */
+export interface DnsOptions {
+  /**
+   * Name servers to ask, in order: `'10.96.0.10'`, `'127.0.0.1:5353'`, `'[::1]:53'` (port 53 when
+   * left out). Default: the `nameserver` lines of resolv.conf (at most 3, as glibc), else 127.0.0.1.
+   */
+  servers?: readonly string[];
+  /**
+   * Milliseconds to wait for one server's answer on the first round; it doubles every round, and
+   * a whole lookup gives up after 10 s (or this timeout, if longer). Default: resolv.conf's
+   * `options timeout:` capped at 2000, since a refresher that can serve stale answers need not wait
+   * glibc's 5 s.
+   */
+  timeout?: number;
+  /** Rounds over all servers before a lookup fails. Default: resolv.conf's `options attempts:` (2). */
+  attempts?: number;
+  /**
+   * Milliseconds; shorter TTLs, 0 included (dnsmasq's default), count as this. Default 1000: a
+   * refresh at most about once a second per name (RFC 9520 asks for at least 1 s on failures).
+   */
+  minTtl?: number;
+  /**
+   * Milliseconds; longer TTLs count as this, so a changed record is seen within it even if its zone
+   * says an hour. Default 300000 (5 min).
+   */
+  maxTtl?: number;
+  /**
+   * Milliseconds an answer is still used after its TTL while refreshing fails (SERVFAIL, REFUSED,
+   * timeouts), and how long the last endpoints are kept after DNS starts saying NXDOMAIN/NODATA.
+   * Default 3600000 (1 h), the low end of what RFC 8767 suggests.
+   */
+  maxStale?: number;
+}
+
 export interface BalancerOptions {
   /**
-   * Where the apiservers are: a URI (`static:///10.0.0.1:6443,10.0.0.2:6443`), a resolver object,
-   * or an array of `{ address, port, weight?, priority? }`. Required.
+   * Where the apiservers are: a URI (`static:///10.0.0.1:6443,10.0.0.2:6443`,
+   * `dns+srv:///_https._tcp.kubernetes-headless.default.svc.cluster.local.`,
+   * `dns:///apiservers.example.com:6443`), a resolver object, or an array of
+   * `{ address, port, weight?, priority? }`. Required.
    */
   target: Target;
   /**
@@ -86,6 +128,8 @@ export interface BalancerOptions {
   maxEjectionPercent?: number;
   /** Active health probes (`GET /readyz` on every endpoint), or `false` to turn them off. */
   probe?: ProbeOptions | false;
+  /** DNS settings for `dns+srv:` and `dns:` targets. */
+  dns?: DnsOptions;
   /** Time source for every timer and measurement. For tests; default: the system clock. */
   clock?: Clock;
   /**
@@ -139,6 +183,7 @@ export const defaultOptions = {
   policy: 'round-robin',
   slowStartMs: 10_000,
   panicThreshold: 0.5,
+  dns: dnsCacheDefaults,
 } as const;
 
 /** Options after validation, with defaults applied. */
@@ -159,6 +204,7 @@ export interface ResolvedOptions {
   maxEjectionMs: number;
   maxEjectionPercent: number;
   probe: Required<ProbeOptions> | false;
+  dns: ResolverContext['dns'];
   clock: Clock;
   policy: Policy;
   slowStartMs: number;
@@ -169,7 +215,9 @@ export interface ResolvedOptions {
 export function resolveOptions(options: BalancerOptions): ResolvedOptions {
   if (typeof options !== 'object' || options === null) throw invalidOption('', options, 'must be an object');
   if (options.target === undefined) throw invalidOption('target', undefined, 'is required');
-  const resolver = createResolver(options.target);
+  const clock = validateClock(options.clock);
+  const dns = validateDns(options.dns);
+  const resolver = createResolver(options.target, { clock, dns });
   return {
     resolver,
     origin: options.origin === undefined ? undefined : parseOrigin(options.origin),
@@ -187,7 +235,8 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     maxEjectionMs: positiveMs('maxEjectionMs', options.maxEjectionMs ?? defaultOptions.maxEjectionMs),
     maxEjectionPercent: integerIn('maxEjectionPercent', options.maxEjectionPercent ?? defaultOptions.maxEjectionPercent, 0, 100),
     probe: validateProbe(options.probe),
-    clock: validateClock(options.clock),
+    dns,
+    clock,
     policy: validatePolicy(options.policy ?? defaultOptions.policy),
     slowStartMs: nonNegativeMs('slowStartMs', options.slowStartMs ?? defaultOptions.slowStartMs),
     panicThreshold: fraction('panicThreshold', options.panicThreshold ?? defaultOptions.panicThreshold),
@@ -209,6 +258,32 @@ function nonNegativeMs(field: string, value: unknown): number {
 function fraction(field: string, value: unknown): number {
   if (typeof value !== 'number' || !(value >= 0 && value <= 1)) throw invalidOption(field, value, 'must be a fraction in [0, 1]');
   return value;
+}
+
+function validateDns(dns: DnsOptions | undefined): ResolvedOptions['dns'] {
+  if (dns === undefined) return { ...defaultOptions.dns };
+  if (typeof dns !== 'object' || dns === null) throw invalidOption('dns', dns, 'must be an object');
+  const overrides: DnsClientOverrides = {};
+  if (dns.servers !== undefined) {
+    if (!Array.isArray(dns.servers) || dns.servers.length === 0) throw invalidOption('dns.servers', dns.servers, 'must be a non-empty array of addresses');
+    overrides.servers = dns.servers.map((spec: unknown, i) => {
+      const server = typeof spec === 'string' ? parseNameServer(spec) : undefined;
+      if (!server) throw invalidOption(`dns.servers[${i}]`, spec, "must be an IP address with an optional port: '10.96.0.10', '127.0.0.1:5353', '[::1]:53'");
+      return server;
+    });
+  }
+  if (dns.timeout !== undefined) overrides.timeout = positiveMs('dns.timeout', dns.timeout);
+  if (dns.attempts !== undefined) {
+    if (typeof dns.attempts !== 'number' || !Number.isInteger(dns.attempts) || dns.attempts < 1 || dns.attempts > 10) {
+      throw invalidOption('dns.attempts', dns.attempts, 'must be an integer in 1–10');
+    }
+    overrides.attempts = dns.attempts;
+  }
+  const minTtl = positiveMs('dns.minTtl', dns.minTtl ?? defaultOptions.dns.minTtl);
+  const maxTtl = positiveMs('dns.maxTtl', dns.maxTtl ?? defaultOptions.dns.maxTtl);
+  if (maxTtl < minTtl) throw invalidOption('dns.maxTtl', maxTtl, `must not be less than dns.minTtl (${minTtl})`);
+  const maxStale = nonNegativeMs('dns.maxStale', dns.maxStale ?? defaultOptions.dns.maxStale);
+  return { ...overrides, minTtl, maxTtl, maxStale };
 }
 
 function parseOrigin(origin: string | URL): URL {
@@ -326,6 +401,7 @@ function positiveMs(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw invalidOption(field, value, 'must be a positive number of milliseconds');
   return value;
 }
+
 
 /** True for an IPv4/IPv6 literal (brackets allowed), which is verified as an IP, never sent as SNI. */
 export function isIpLiteral(host: string): boolean {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import test, { type ExecutionContext } from 'ava';
 import { certs } from '../fixtures/certs/index.ts';
 import { BalancerError, createBalancer, defaultOptions, type BalancerErrorCode, type BalancerOptions } from '../src/index.ts';
@@ -20,7 +21,17 @@ const invalidTargets: Array<[unknown, RegExp]> = [
   ['static:///127.0.0.1:6443?weight=-1', /weight=-1/],
   ['static:///127.0.0.1:6443?zone=a', /unknown parameter "zone"/],
   ['static://host/127.0.0.1:6443', /no authority/],
-  ['gopher:///x', /unknown scheme "gopher:"/],
+  ['gopher:///x', /unknown scheme "gopher:" \(known: static:, dns:, dns\+srv:\)/],
+  ['dns:///apiservers.example.com', /needs a port/],
+  ['dns:///apiservers.example.com:0', /port 0 is not in 1–65535/],
+  ['dns:///10.0.0.1:6443', /is an IP address, not a name: use static:\/\/\/10.0.0.1:6443/],
+  ['dns:///[::1]:6443', /is an IP address/],
+  ['dns://10.96.0.10/apiservers.example.com:6443', /take no authority/],
+  ['dns+srv://10.96.0.10/_https._tcp.example.com', /take no authority/],
+  ['dns+srv:///', /is empty/],
+  [`dns+srv:///${'a'.repeat(64)}.example.com`, /label of 64 characters/],
+  ['dns+srv:///_https._tcp..example.com', /empty label/],
+  ['dns:///bad_name!.example.com:443', /characters other than/],
   ['127.0.0.1:6443', /expected <scheme>:\/\/\/<name>/],
   ['', /expected <scheme>/],
   [42, /options.target "42": must be a URI string/],
@@ -63,6 +74,16 @@ const invalidOptions: Array<[string, unknown, RegExp]> = [
   ['pingInterval fractional', { pingInterval: 1.5 }, /options.pingInterval/],
   ['maxEjectionPercent 150', { maxEjectionPercent: 150 }, /options.maxEjectionPercent/],
   ['consecutive5xx 0', { consecutive5xx: 0 }, /options.consecutive5xx/],
+  ['dns not an object', { dns: 'x' }, /options.dns must be an object/],
+  ['dns.servers empty', { dns: { servers: [] } }, /options.dns.servers must be a non-empty array/],
+  ['dns.servers[1] a name', { dns: { servers: ['127.0.0.1', 'dns.google'] } }, /options.dns.servers\[1\] must be an IP address with an optional port/],
+  ['dns.servers[0] port 0', { dns: { servers: ['127.0.0.1:0'] } }, /options.dns.servers\[0\]/],
+  ['dns.timeout negative', { dns: { timeout: -1 } }, /options.dns.timeout must be a positive number of milliseconds/],
+  ['dns.attempts 0', { dns: { attempts: 0 } }, /options.dns.attempts must be an integer in 1–10/],
+  ['dns.attempts 1.5', { dns: { attempts: 1.5 } }, /options.dns.attempts/],
+  ['dns.minTtl 0', { dns: { minTtl: 0 } }, /options.dns.minTtl must be a positive/],
+  ['dns.maxTtl below minTtl', { dns: { minTtl: 5000, maxTtl: 1000 } }, /options.dns.maxTtl must not be less than dns.minTtl \(5000\)/],
+  ['dns.maxStale negative', { dns: { maxStale: -5 } }, /options.dns.maxStale must be a number of milliseconds, 0 or more/],
 ];
 
 for (const [name, options, message] of invalidOptions) {
@@ -102,5 +123,22 @@ test('picker options: policy, slowStartMs and panicThreshold are validated, with
   t.like(defaultOptions, { policy: 'round-robin', slowStartMs: 10_000, panicThreshold: 0.5 });
   for (const options of [{ policy: 'least-request' as const }, { slowStartMs: 0 }, { panicThreshold: 0 }, { panicThreshold: 1 }]) {
     t.notThrows(() => void createBalancer({ target, ...options }).close());
+  }
+});
+
+test('valid dns options are accepted and a DNS target starts resolving', async (t) => {
+  const balancer = createBalancer({
+    target: 'dns:///api.test.:6443',
+    dns: { servers: ['127.0.0.1:1', '[::1]:53', '::1'], timeout: 100, attempts: 1, minTtl: 500, maxTtl: 60_000, maxStale: 0 },
+  });
+  const error = await t.throwsAsync(balancer.ready(), { instanceOf: BalancerError });
+  t.is(error?.code, 'ERR_NO_ENDPOINTS');
+  await balancer.close();
+});
+
+test('the README option table lists every dns option', (t) => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  for (const key of ['servers', 'timeout', 'attempts', ...Object.keys(defaultOptions.dns)]) {
+    t.true(readme.includes(`| \`dns.${key}\` |`), `dns.${key}`);
   }
 });

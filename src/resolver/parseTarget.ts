@@ -1,5 +1,11 @@
 import { isIP } from 'node:net';
+import { systemClock, type Clock } from '../clock.ts';
+import { DnsCache, dnsCacheDefaults, type DnsCacheOptions } from '../dns/DnsCache.ts';
+import { DnsClient, type DnsClientOverrides } from '../dns/DnsClient.ts';
+import { nameProblem } from '../dns/names.ts';
 import { describe, invalidTarget } from '../errors.ts';
+import { DnsResolver, type DnsLookup } from './DnsResolver.ts';
+import { addressLookup, srvLookup } from './dnsLookups.ts';
 import type { EndpointAddress, Resolver } from './Resolver.ts';
 import { StaticResolver } from './StaticResolver.ts';
 
@@ -10,8 +16,18 @@ export function isResolver(value: unknown): value is Resolver {
   return typeof value === 'object' && value !== null && typeof (value as Resolver).start === 'function';
 }
 
+/** What resolvers need besides the target: validated `options.dns` and the clock. */
+export interface ResolverContext {
+  clock: Clock;
+  dns: DnsClientOverrides & DnsCacheOptions;
+  /** Where the system resolver configuration is; for tests. Default `/etc/resolv.conf`. */
+  resolvConf?: string;
+}
+
+const defaultContext: ResolverContext = { clock: systemClock, dns: dnsCacheDefaults };
+
 /** Builds the resolver for a target; throws `ERR_INVALID_TARGET` for anything it cannot use. */
-export function createResolver(target: Target): Resolver {
+export function createResolver(target: Target, context: ResolverContext = defaultContext): Resolver {
   if (isResolver(target)) return target;
   if (Array.isArray(target)) return new StaticResolver(validateEndpointList(target as readonly EndpointAddress[]));
   if (typeof target !== 'string') {
@@ -24,9 +40,48 @@ export function createResolver(target: Target): Resolver {
     case 'static':
       if (authority !== '') throw invalidTarget(target, 'static targets take no authority: use static:///ip:port,…');
       return new StaticResolver(parseStaticList(target, rest));
+    case 'dns+srv':
+      checkDnsAuthority(target, authority);
+      return dnsResolver(target, srvLookup(checkDnsName(target, rest)), context);
+    case 'dns': {
+      checkDnsAuthority(target, authority);
+      const { name, port } = parseDnsHostPort(target, rest);
+      return dnsResolver(target, addressLookup(name, port), context);
+    }
     default:
-      throw invalidTarget(target, `unknown scheme "${scheme}:" (known: static:)`);
+      throw invalidTarget(target, `unknown scheme "${scheme}:" (known: static:, dns:, dns+srv:)`);
   }
+}
+
+function dnsResolver(target: string, lookup: DnsLookup, context: ResolverContext): DnsResolver {
+  const client = DnsClient.fromSystem(context.dns, context.clock, context.resolvConf);
+  const cache = new DnsCache(client, context.clock, context.dns);
+  return new DnsResolver(lookup, { clock: context.clock, cache, maxStale: context.dns.maxStale, target });
+}
+
+function checkDnsAuthority(target: string, authority: string): void {
+  // gRPC puts a DNS server in the authority; here servers have one place: options.dns.servers.
+  if (authority !== '') throw invalidTarget(target, 'DNS targets take no authority: use dns+srv:///name or dns:///name:port, and options.dns.servers for the server');
+}
+
+function checkDnsName(target: string, name: string): string {
+  const problem = nameProblem(name);
+  if (problem) throw invalidTarget(target, `the name "${name}" ${problem}`);
+  return name;
+}
+
+/**
+ * `name:port`. The port is required: the A/AAAA records of a headless Service are pod addresses,
+ * reached on the target port (6443 on kubeadm), not on the Service port, so no default is right.
+ */
+function parseDnsHostPort(target: string, rest: string): { name: string; port: number } {
+  const m = /^(.*):(\d+)$/.exec(rest);
+  if (!m) throw invalidTarget(target, 'needs a port: dns:///apiservers.example.com:6443 (SRV records carry their own: dns+srv:///…)');
+  const [, name = '', portText = ''] = m;
+  if (isIP(name.replace(/^\[|\]$/g, '')) !== 0) throw invalidTarget(target, `"${name}" is an IP address, not a name: use static:///${rest}`);
+  const port = Number(portText);
+  if (!isPort(port)) throw invalidTarget(target, `port ${portText} is not in 1–65535`);
+  return { name: checkDnsName(target, name), port };
 }
 
 /** `10.0.0.1:6443?weight=3&priority=1,[::1]:6443` → endpoints. */

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { createResolver, parseStaticList } from '../../src/resolver/parseTarget.ts';
 import { StaticResolver } from '../../src/resolver/StaticResolver.ts';
+import { DnsResolver } from '../../src/resolver/DnsResolver.ts';
 import type { EndpointAddress } from '../../src/resolver/Resolver.ts';
 
 function resolveNow(target: Parameters<typeof createResolver>[0]): readonly EndpointAddress[] {
@@ -30,4 +31,9 @@ test('an array of endpoints is a static target', (t) => {
 test('a resolver object is used as it is', (t) => {
   const resolver = new StaticResolver([]);
   t.is(createResolver(resolver), resolver);
+});
+
+test('dns+srv: and dns: targets build DNS resolvers', (t) => {
+  t.true(createResolver('dns+srv:///_https._tcp.kubernetes-headless.default.svc.cluster.local.') instanceof DnsResolver);
+  t.true(createResolver('DNS:///apiservers.example.com:6443') instanceof DnsResolver);
 });

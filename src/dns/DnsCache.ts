@@ -1,0 +1,147 @@
+import { LRUCache } from 'lru-cache';
+import type { Clock } from '../clock.ts';
+import type { DnsAnswer, DnsClient } from './DnsClient.ts';
+import { DnsError } from './DnsError.ts';
+import type { QueryType } from './wire.ts';
+
+export interface DnsCacheOptions {
+  /** Milliseconds; shorter TTLs (0 included) are raised to this, so a refresher never spins. */
+  minTtl: number;
+  /** Milliseconds; longer TTLs are cut to this, so a membership change is seen within it. */
+  maxTtl: number;
+  /** Milliseconds an answer is still served after its TTL while refreshing it fails (RFC 8767). */
+  maxStale: number;
+}
+
+export const dnsCacheDefaults: Readonly<DnsCacheOptions> = Object.freeze({
+  minTtl: 1_000,
+  maxTtl: 300_000,
+  maxStale: 3_600_000,
+});
+
+/** What a lookup knows about one name and type. */
+export interface CacheResult {
+  /** The last answer, positive or negative; `undefined` when none was ever had (or it is too stale). */
+  answer: DnsAnswer | undefined;
+  /** The answer's TTL has run out and it is served only because refreshing it fails. */
+  stale: boolean;
+  /** The latest query failed (the answer, if any, is older). */
+  error: DnsError | undefined;
+  /** Clock time (ms) from which a lookup goes to the network again: refresh-ahead or retry. */
+  refreshAt: number;
+}
+
+interface Entry {
+  answer: DnsAnswer | undefined;
+  fetchedAt: number;
+  /** Clamped TTL of `answer`, ms. */
+  ttl: number;
+  refreshAt: number;
+  failures: number;
+  error: DnsError | undefined;
+}
+
+/**
+ * RFC 2308 §5: a negative answer without SOA (dnsmasq's `--local`) should not be cached, so it
+ * counts as TTL 0, which `minTtl` turns into "ask again in about a second".
+ */
+const NEGATIVE_TTL_WITHOUT_SOA = 0;
+/** Retry after a failure: 1 s doubling to 30 s (RFC 8767's failure recheck; RFC 9520's ≥ 1 s). */
+const RETRY_BASE = 1_000;
+const RETRY_MAX = 30_000;
+const MAX_ENTRIES = 1_000;
+
+/**
+ * Answers by (name, type), on lru-cache. A lookup returns the cached answer until its refresh time
+ * (75–90 % of the clamped TTL, jittered so that many clients do not ask in step), then asks again;
+ * concurrent lookups of one key share one query. When a query fails, the previous answer is kept
+ * and served stale for up to `maxStale`, and the next query waits a jittered, growing backoff.
+ * The cache has no timers: whoever looks up decides when (the resolvers schedule by `refreshAt`).
+ */
+export class DnsCache {
+  readonly #client: Pick<DnsClient, 'query'>;
+  readonly #clock: Clock;
+  readonly #options: DnsCacheOptions;
+  readonly #random: () => number;
+  readonly #entries: LRUCache<string, Entry>;
+  readonly #inflight = new Map<string, Promise<CacheResult>>();
+  readonly #abort = new AbortController();
+
+  constructor(client: Pick<DnsClient, 'query'>, clock: Clock, options: DnsCacheOptions = dnsCacheDefaults, random: () => number = Math.random) {
+    this.#client = client;
+    this.#clock = clock;
+    this.#options = options;
+    this.#random = random;
+    // lru-cache on our clock; ttlResolution 0 because caching `now` would set a real timer.
+    this.#entries = new LRUCache<string, Entry>({ max: MAX_ENTRIES, ttlResolution: 0, perf: { now: () => clock.now() } });
+  }
+
+  /**
+   * The answer for `name` and `type`: from the cache while it is fresh, else from the network.
+   * `force` asks the network even for a fresh answer (a query already under way is shared).
+   * Never rejects: failures come back in `error`, next to whatever answer is still usable.
+   */
+  lookup(name: string, type: QueryType, force = false): Promise<CacheResult> {
+    // The name as given: "api" (search list applies) and "api." (absolute) are different questions.
+    const key = `${type} ${name.toLowerCase()}`;
+    const entry = this.#entries.get(key);
+    if (entry && !force && this.#clock.now() < entry.refreshAt) return Promise.resolve(this.#view(entry));
+    let pending = this.#inflight.get(key);
+    if (!pending) {
+      pending = this.#fetch(key, name, type, entry).finally(() => this.#inflight.delete(key));
+      this.#inflight.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** Aborts the queries under way; their lookups resolve with what the cache had. */
+  close(): void {
+    this.#abort.abort();
+  }
+
+  async #fetch(key: string, name: string, type: QueryType, previous: Entry | undefined): Promise<CacheResult> {
+    let answer: DnsAnswer;
+    try {
+      answer = await this.#client.query(name, type, this.#abort.signal);
+    } catch (err) {
+      const error = err instanceof DnsError ? err : new DnsError('NETWORK', `${name} ${type}`, String(err), { cause: err });
+      if (error.reason === 'ABORTED') return previous ? this.#view(previous) : { answer: undefined, stale: false, error, refreshAt: Infinity };
+      return this.#view(this.#failed(key, previous, error));
+    }
+    const now = this.#clock.now();
+    const ttl = this.#clamp(answer.ttl ?? NEGATIVE_TTL_WITHOUT_SOA);
+    const entry: Entry = { answer, fetchedAt: now, ttl, refreshAt: now + ttl * (0.75 + 0.15 * this.#random()), failures: 0, error: undefined };
+    this.#entries.set(key, entry, { ttl: ttl + this.#options.maxStale });
+    return this.#view(entry);
+  }
+
+  #failed(key: string, previous: Entry | undefined, error: DnsError): Entry {
+    const now = this.#clock.now();
+    const failures = (previous?.failures ?? 0) + 1;
+    const backoff = Math.min(RETRY_MAX, RETRY_BASE * 2 ** Math.min(failures - 1, 16)) * (1 + 0.5 * this.#random());
+    // RFC 8767 §5: past the stale limit an answer is no longer served, whatever else fails.
+    const usable = previous?.answer !== undefined && now < previous.fetchedAt + previous.ttl + this.#options.maxStale;
+    const entry: Entry = {
+      answer: usable ? previous.answer : undefined,
+      fetchedAt: usable ? previous.fetchedAt : now,
+      ttl: usable ? previous.ttl : 0,
+      refreshAt: now + Math.min(backoff, RETRY_MAX),
+      failures,
+      error,
+    };
+    const keep = usable ? entry.fetchedAt + entry.ttl + this.#options.maxStale - now : 0;
+    this.#entries.set(key, entry, { ttl: Math.max(keep, entry.refreshAt - now + RETRY_MAX) });
+    return entry;
+  }
+
+  #view(entry: Entry): CacheResult {
+    const age = this.#clock.now() - entry.fetchedAt;
+    const answer = age < entry.ttl + this.#options.maxStale ? entry.answer : undefined;
+    return { answer, stale: answer !== undefined && age >= entry.ttl, error: entry.error, refreshAt: entry.refreshAt };
+  }
+
+  /** Seconds from the wire to clamped milliseconds. */
+  #clamp(seconds: number): number {
+    return Math.min(this.#options.maxTtl, Math.max(this.#options.minTtl, seconds * 1000));
+  }
+}

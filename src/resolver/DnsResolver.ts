@@ -1,0 +1,202 @@
+import type { Clock, ClockTimer } from '../clock.ts';
+import type { DnsCache } from '../dns/DnsCache.ts';
+import type { DnsError } from '../dns/DnsError.ts';
+import { endpointKey, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+
+/** One resolution round's outcome, as a DNS lookup strategy (SRV, A/AAAA) reports it. */
+export interface DnsLookupResult {
+  endpoints: EndpointAddress[];
+  /** Set when there are no endpoints because DNS said so (NXDOMAIN, NODATA, SRV target "."). */
+  negative?: DnsError | undefined;
+  /** Lookups that failed this round (the endpoints may still come from the rest, or from stale answers). */
+  errors: DnsError[];
+  /** Some answer behind `endpoints` is past its TTL (served because refreshing it fails). */
+  stale: boolean;
+  /** Clock time (ms) when one of the answers used wants refreshing. */
+  refreshAt: number;
+}
+
+export type DnsLookup = (cache: DnsCache, force: boolean) => Promise<DnsLookupResult>;
+
+export interface DnsResolverOptions {
+  clock: Clock;
+  cache: DnsCache;
+  /** How long a negative answer may stand before the last good set is given up (ms). */
+  maxStale: number;
+  /** The target, for messages. */
+  target: string;
+}
+
+/** The least time between a round and one that `refresh()` asks for. */
+export const MIN_ROUND_INTERVAL = 1_000;
+/**
+ * The least time between two rounds the TTLs ask for. Each answer is refreshed on its own schedule
+ * (never sooner than 75 % of `minTtl` after it was fetched), so this only guards against a tight loop.
+ */
+const MIN_TIMER_GAP = 250;
+
+/**
+ * A resolver on DNS: runs a lookup strategy when one of the answers it used wants refreshing (only
+ * that one goes to the network), or when `refresh()` asks (then every answer, at most once a
+ * second), and tells the listener about real changes only.
+ * A failure never touches the set; a negative answer after a good one keeps the set for `maxStale`.
+ */
+export class DnsResolver implements Resolver {
+  readonly #lookup: DnsLookup;
+  readonly #options: DnsResolverOptions;
+  #listener: ResolverListener | undefined;
+  /** The last set handed to the listener, in key order. */
+  #current: EndpointAddress[] | undefined;
+  #negativeSince: number | undefined;
+  #staleWarned = false;
+  /** A cached failure comes back with every lookup until its retry: report each one once. */
+  readonly #reported = new WeakSet<Error>();
+  #timer: ClockTimer | undefined;
+  #timerAt = Infinity;
+  #round: Promise<void> | undefined;
+  #lastRoundAt = -Infinity;
+  #force = false;
+  #waiters: Array<() => void> = [];
+  #closed = false;
+
+  constructor(lookup: DnsLookup, options: DnsResolverOptions) {
+    this.#lookup = lookup;
+    this.#options = options;
+  }
+
+  start(listener: ResolverListener): void {
+    if (this.#listener) throw new Error('DnsResolver.start() was called twice');
+    this.#listener = listener;
+    void this.#run();
+  }
+
+  /**
+   * Re-resolves now, bypassing fresh cache entries, or one second after the previous round if that
+   * was less than a second ago. The balancer calls it after connection failures.
+   */
+  refresh(): void {
+    void this.resolveNow();
+  }
+
+  /** `refresh()`, resolving when that round is over; never rejects. */
+  resolveNow(): Promise<void> {
+    if (this.#closed || !this.#listener) return Promise.resolve();
+    this.#force = true;
+    const done = new Promise<void>((resolve) => this.#waiters.push(resolve));
+    if (!this.#round) this.#schedule(this.#lastRoundAt + MIN_ROUND_INTERVAL);
+    return done;
+  }
+
+  /** Resolves once no round is running (a round started by a timer included). For tests and tools. */
+  async settled(): Promise<void> {
+    while (this.#round) await this.#round;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) this.#options.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#options.cache.close();
+    await this.#round;
+    for (const resolve of this.#waiters.splice(0)) resolve();
+  }
+
+  #schedule(at: number): void {
+    if (this.#closed || this.#round) return;
+    const { clock } = this.#options;
+    if (at <= clock.now()) {
+      void this.#run();
+      return;
+    }
+    if (this.#timer && this.#timerAt <= at) return;
+    if (this.#timer) clock.clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = clock.setTimeout(() => {
+      this.#timer = undefined;
+      void this.#run();
+    }, at - clock.now());
+  }
+
+  async #run(): Promise<void> {
+    if (this.#closed || this.#round) return;
+    const { clock } = this.#options;
+    if (this.#timer) clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const force = this.#force;
+    this.#force = false;
+    const waiters = this.#waiters.splice(0);
+    this.#lastRoundAt = clock.now();
+    let next = this.#lastRoundAt + MIN_ROUND_INTERVAL;
+    this.#round = this.#lookup(this.#options.cache, force)
+      .then(
+        (result) => {
+          next = Math.max(this.#lastRoundAt + MIN_TIMER_GAP, result.refreshAt);
+          if (!this.#closed) this.#apply(result);
+        },
+        // A lookup strategy reports failures in its result; anything thrown is a bug, not a DNS problem.
+        (error: unknown) => {
+          if (!this.#closed) this.#listener!.error(error instanceof Error ? error : new Error(String(error)));
+        },
+      )
+      // A listener that throws must not stop the refresher: the next round is scheduled regardless.
+      .catch(() => {});
+    await this.#round;
+    this.#round = undefined;
+    for (const resolve of waiters) resolve();
+    // A refresh() that came during the round gets its own round, one interval after this one.
+    this.#schedule(this.#force ? this.#lastRoundAt + MIN_ROUND_INTERVAL : next);
+  }
+
+  #apply(result: DnsLookupResult): void {
+    const listener = this.#listener!;
+    const { target, maxStale, clock } = this.#options;
+    for (const error of result.errors) {
+      if (this.#reported.has(error)) continue;
+      this.#reported.add(error);
+      listener.error(error);
+    }
+    if (result.endpoints.length > 0) {
+      this.#negativeSince = undefined;
+      if (result.stale && !this.#staleWarned) listener.warning?.(`${target}: DNS refresh is failing; serving the last answer past its TTL`);
+      this.#staleWarned = result.stale;
+      this.#emit(result.endpoints);
+      return;
+    }
+    // A failure (no answer, not even a stale one) leaves everything as it is.
+    if (!result.negative) return;
+    const now = clock.now();
+    const first = this.#negativeSince === undefined;
+    if (first) this.#negativeSince = now;
+    if (!this.#current || this.#current.length === 0) {
+      if (first) listener.error(result.negative);
+      return;
+    }
+    if (first) {
+      listener.warning?.(
+        `${target}: ${result.negative.message}; keeping the last ${this.#current.length} endpoint(s) for up to ${Math.round(maxStale / 1000)} s`,
+      );
+    } else if (now - this.#negativeSince! >= maxStale) {
+      listener.warning?.(`${target}: ${result.negative.message} for ${Math.round(maxStale / 1000)} s; the DNS answer is now empty`);
+      this.#emit([]);
+    }
+  }
+
+  /** Hands the set on if it differs from the last one in anything but order, TTL or source. */
+  #emit(endpoints: EndpointAddress[]): void {
+    const sorted = [...endpoints].sort((a, b) => (endpointKey(a) < endpointKey(b) ? -1 : endpointKey(a) > endpointKey(b) ? 1 : 0));
+    if (this.#current && sameSet(this.#current, sorted)) return;
+    this.#current = sorted;
+    this.#listener!.endpoints(sorted);
+  }
+}
+
+function sameSet(a: readonly EndpointAddress[], b: readonly EndpointAddress[]): boolean {
+  return (
+    a.length === b.length &&
+    a.every((x, i) => {
+      const y = b[i]!;
+      return x.address === y.address && x.port === y.port && x.priority === y.priority && x.weight === y.weight;
+    })
+  );
+}

@@ -1,0 +1,364 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
+import { dnsCacheDefaults, type DnsCacheOptions } from '../../src/dns/DnsCache.ts';
+import { DnsError } from '../../src/dns/DnsError.ts';
+import type { DnsResolver } from '../../src/resolver/DnsResolver.ts';
+import { createResolver } from '../../src/resolver/parseTarget.ts';
+import type { EndpointAddress } from '../../src/resolver/Resolver.ts';
+import { FakeClock } from '../helpers/FakeClock.ts';
+import { activeResources, leftOver } from '../helpers/leaks.ts';
+import { until } from '../helpers/until.ts';
+
+const SRV = '_https._tcp.api.test';
+
+interface Harness {
+  server: DnsTestServer;
+  clock: FakeClock;
+  resolver: DnsResolver;
+  sets: Array<readonly EndpointAddress[]>;
+  errors: Error[];
+  warnings: string[];
+  /** The last set, as `address:port/priority/weight` strings. */
+  last(): string[];
+}
+
+async function withResolver(target: string, setup: (server: DnsTestServer) => void, run: (h: Harness) => Promise<void> | void, dns: Partial<DnsCacheOptions> = {}): Promise<void> {
+  const server = await DnsTestServer.start();
+  setup(server);
+  const clock = new FakeClock();
+  const resolver = createResolver(target, {
+    clock,
+    dns: { ...dnsCacheDefaults, servers: [{ address: server.host, port: server.port }], timeout: 1000, attempts: 1, ...dns },
+    resolvConf: '/nonexistent/resolv.conf',
+  }) as DnsResolver;
+  const h: Harness = {
+    server,
+    clock,
+    resolver,
+    sets: [],
+    errors: [],
+    warnings: [],
+    last: () => (h.sets.at(-1) ?? []).map((e) => `${e.address}:${e.port}/${e.priority ?? '-'}/${e.weight ?? '-'}`),
+  };
+  resolver.start({ endpoints: (set) => h.sets.push(set), error: (e) => h.errors.push(e), warning: (w) => h.warnings.push(w) });
+  try {
+    await resolver.settled();
+    await run(h);
+  } finally {
+    await resolver.close();
+    await server.close();
+  }
+}
+
+function srv(server: DnsTestServer, target: string, port: number, priority = 0, weight = 10, ttl = 30): void {
+  server.add({ name: SRV, type: 'SRV', ttl, data: { priority, weight, port, target } });
+}
+
+test('dns+srv: one endpoint per SRV record, address from glue, with priority, weight, TTL and source', async (t) => {
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => {
+      srv(s, 'node1.api.test', 6443, 10, 60);
+      srv(s, 'node2.api.test', 6443, 10, 40);
+      srv(s, 'node3.api.test', 7443, 20, 0);
+      s.add(
+        { name: 'node1.api.test', type: 'A', ttl: 20, data: '127.0.0.11' },
+        { name: 'node2.api.test', type: 'A', data: '127.0.0.12' },
+        { name: 'node3.api.test', type: 'A', data: '127.0.0.13' },
+      );
+    },
+    (h) => {
+      t.deepEqual(h.sets, [
+        [
+          { address: '127.0.0.11', port: 6443, priority: 10, weight: 60, ttl: 20, source: 'dns+srv' },
+          { address: '127.0.0.12', port: 6443, priority: 10, weight: 40, ttl: 20, source: 'dns+srv' },
+          { address: '127.0.0.13', port: 7443, priority: 20, weight: 0, ttl: 20, source: 'dns+srv' },
+        ],
+      ]);
+      t.deepEqual(
+        h.server.log.map((q) => q.type),
+        ['SRV'],
+        'glue: no A/AAAA queries',
+      );
+      t.deepEqual(h.errors, []);
+    },
+  );
+});
+
+test('dns+srv without glue: A and AAAA of each target in parallel; a dual-stack target counts once, IPv4 first', async (t) => {
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => {
+      s.glue = false;
+      srv(s, 'dual.api.test', 6443);
+      srv(s, 'v6.api.test', 6443);
+      srv(s, 'gone.api.test', 6443);
+      s.add(
+        { name: 'dual.api.test', type: 'AAAA', data: '::1' },
+        { name: 'dual.api.test', type: 'A', data: '127.0.0.12' },
+        { name: 'dual.api.test', type: 'A', data: '127.0.0.11' },
+        { name: 'v6.api.test', type: 'AAAA', data: '::1' },
+      );
+    },
+    (h) => {
+      t.deepEqual(h.last(), ['127.0.0.11:6443/0/10', '::1:6443/0/10']);
+      t.is(h.server.queries(undefined, 'A').length, 3);
+      t.is(h.server.queries(undefined, 'AAAA').length, 3);
+      t.deepEqual(h.errors, [], 'a target without addresses is left out, it is no failure');
+    },
+  );
+});
+
+test('SRV records sharing a target: its A and AAAA are asked once (merged lookups)', async (t) => {
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => {
+      s.glue = false;
+      for (const port of [6443, 6444, 6445, 6446]) srv(s, 'node.api.test', port);
+      s.add({ name: 'node.api.test', type: 'A', data: '127.0.0.11' });
+      s.rule({ name: 'node.api.test', action: { delay: 30 } });
+    },
+    (h) => {
+      t.is(h.last().length, 4);
+      t.is(h.server.queries('node.api.test', 'A').length, 1);
+      t.is(h.server.queries('node.api.test', 'AAAA').length, 1);
+    },
+  );
+});
+
+test('a lone SRV target "." means no service: an error, and no endpoints', async (t) => {
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => srv(s, '.', 0),
+    (h) => {
+      t.deepEqual(h.sets, []);
+      t.is(h.errors.length, 1);
+      t.regex(h.errors[0]!.message, /no service/);
+    },
+  );
+});
+
+test('dns: every A and AAAA address, on the target port', async (t) => {
+  await withResolver(
+    'dns:///apiservers.api.test.:6443',
+    (s) => {
+      s.add(
+        { name: 'apiservers.api.test', type: 'A', ttl: 5, data: '127.0.0.12' },
+        { name: 'apiservers.api.test', type: 'A', ttl: 5, data: '127.0.0.11' },
+        { name: 'apiservers.api.test', type: 'AAAA', ttl: 7, data: '::1' },
+      );
+    },
+    (h) => {
+      t.deepEqual(h.sets, [
+        [
+          { address: '127.0.0.11', port: 6443, ttl: 5, source: 'dns' },
+          { address: '127.0.0.12', port: 6443, ttl: 5, source: 'dns' },
+          { address: '::1', port: 6443, ttl: 5, source: 'dns' },
+        ],
+      ]);
+    },
+  );
+});
+
+test('refresh ahead of expiry through the clock; a set is handed on only when it changed', async (t) => {
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => {
+      srv(s, 'node1.api.test', 6443, 0, 10, 10);
+      srv(s, 'node2.api.test', 6443, 0, 10, 10);
+      s.add({ name: 'node1.api.test', type: 'A', ttl: 10, data: '127.0.0.11' }, { name: 'node2.api.test', type: 'A', ttl: 10, data: '127.0.0.12' });
+    },
+    async (h) => {
+      t.is(h.sets.length, 1);
+      // Same records in another order, and another TTL: no update.
+      h.server.records.reverse();
+      for (const r of h.server.records) r.ttl = 11;
+      h.clock.advance(9000); // 90 %: at the latest
+      await h.resolver.settled();
+      t.is(h.server.log.length, 2, 'refreshed before the 10 s TTL ran out');
+      t.is(h.sets.length, 1);
+      // A weight change is a change.
+      h.server.set(SRV, 'SRV', [
+        { name: SRV, type: 'SRV', ttl: 10, data: { priority: 0, weight: 50, port: 6443, target: 'node1.api.test' } },
+        { name: SRV, type: 'SRV', ttl: 10, data: { priority: 0, weight: 10, port: 6443, target: 'node2.api.test' } },
+      ]);
+      h.clock.advance(9900);
+      await h.resolver.settled();
+      t.is(h.sets.length, 2);
+      t.deepEqual(h.last(), ['127.0.0.11:6443/0/50', '127.0.0.12:6443/0/10']);
+      // A removed record is a change.
+      h.server.remove('node2.api.test');
+      h.server.set(SRV, 'SRV', [{ name: SRV, type: 'SRV', ttl: 10, data: { priority: 0, weight: 50, port: 6443, target: 'node1.api.test' } }]);
+      h.clock.advance(9900);
+      await h.resolver.settled();
+      t.deepEqual(h.last(), ['127.0.0.11:6443/0/50']);
+      t.deepEqual(h.errors, []);
+    },
+  );
+});
+
+test('an outage (SERVFAIL) keeps the set, reports errors, warns once about stale data, and recovers', async (t) => {
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => {
+      srv(s, 'node1.api.test', 6443, 0, 10, 10);
+      s.add({ name: 'node1.api.test', type: 'A', ttl: 10, data: '127.0.0.11' });
+    },
+    async (h) => {
+      h.server.rule({ action: { rcode: 2 } });
+      for (let i = 0; i < 120; i++) {
+        h.clock.advance(1000);
+        await h.resolver.settled();
+      }
+      t.is(h.sets.length, 1, 'two minutes of SERVFAIL: the set never changed');
+      t.true(h.errors.length >= 4 && h.errors.every((e) => e instanceof DnsError && e.reason === 'SERVFAIL'), `${h.errors.length} errors`);
+      t.true(h.server.log.length <= 12, `retries back off: ${h.server.log.length} queries in 120 s`);
+      t.is(h.warnings.filter((w) => /past its TTL/.test(w)).length, 1);
+      h.server.rules.length = 0;
+      h.server.set('node1.api.test', 'A', [{ name: 'node1.api.test', type: 'A', ttl: 10, data: '127.0.0.21' }]);
+      h.clock.advance(31_000);
+      await h.resolver.settled();
+      t.deepEqual(h.last(), ['127.0.0.21:6443/0/10']);
+    },
+  );
+});
+
+test('NXDOMAIN after a good answer keeps the set for maxStale with a warning, then reports it empty', async (t) => {
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => {
+      srv(s, 'node1.api.test', 6443, 0, 10, 5);
+      s.add({ name: 'node1.api.test', type: 'A', ttl: 5, data: '127.0.0.11' });
+      s.soa = { ttl: 5, minimum: 5 };
+    },
+    async (h) => {
+      h.server.records = [];
+      h.clock.advance(5000);
+      await h.resolver.settled();
+      t.is(h.sets.length, 1);
+      t.is(h.warnings.length, 1);
+      t.regex(h.warnings[0]!, /NXDOMAIN.*keeping the last 1 endpoint\(s\) for up to 60 s/);
+      for (let i = 0; i < 11; i++) {
+        h.clock.advance(5000);
+        await h.resolver.settled();
+      }
+      t.is(h.sets.length, 1, 'still the last good set after 55 s');
+      h.clock.advance(5000);
+      await h.resolver.settled();
+      t.deepEqual(h.sets.at(-1), []);
+      t.regex(h.warnings.at(-1)!, /now empty/);
+      t.deepEqual(h.errors, [], 'NXDOMAIN is an answer, not a failure');
+    },
+    { maxStale: 60_000 },
+  );
+});
+
+test('NODATA before any good answer is reported as an error, once', async (t) => {
+  await withResolver(
+    'dns:///nothing.api.test.:443',
+    (s) => s.add({ name: 'nothing.api.test', type: 'TXT', data: 'x' }),
+    async (h) => {
+      h.clock.advance(10_000);
+      await h.resolver.settled();
+      t.deepEqual(h.sets, []);
+      t.is(h.errors.length, 1);
+      t.is((h.errors[0] as DnsError).reason, 'NODATA');
+    },
+  );
+});
+
+test('refresh() re-resolves at once, bypassing the cache, and at most once a second', async (t) => {
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => {
+      srv(s, 'node1.api.test', 6443, 0, 10, 300);
+      s.add({ name: 'node1.api.test', type: 'A', ttl: 300, data: '127.0.0.11' });
+    },
+    async (h) => {
+      t.is(h.server.log.length, 1);
+      h.clock.advance(1000);
+      await h.resolver.resolveNow();
+      t.is(h.server.log.length, 2, 'a fresh answer is asked again');
+      const second = h.resolver.resolveNow();
+      h.resolver.refresh();
+      h.resolver.refresh();
+      await until(() => false, 50);
+      t.is(h.server.log.length, 2, 'not within a second of the last query');
+      h.clock.advance(999);
+      t.is(h.server.log.length, 2);
+      h.clock.advance(1);
+      await second;
+      t.is(h.server.log.length, 3, 'three refresh() calls, one query');
+    },
+  );
+});
+
+test('resolv.conf gives the search list and ndots; options.dns.servers replaces only its name servers', async (t) => {
+  const server = await DnsTestServer.start();
+  server.add({ name: 'apiservers.api.test', type: 'A', data: '127.0.0.11' });
+  const dir = mkdtempSync(join(tmpdir(), 'resolv-'));
+  writeFileSync(join(dir, 'resolv.conf'), 'nameserver 192.0.2.1\nsearch other.test api.test\noptions ndots:2 attempts:1\n');
+  const resolver = createResolver('dns:///apiservers:6443', {
+    clock: new FakeClock(),
+    dns: { ...dnsCacheDefaults, servers: [{ address: server.host, port: server.port }] },
+    resolvConf: join(dir, 'resolv.conf'),
+  }) as DnsResolver;
+  const sets: Array<readonly EndpointAddress[]> = [];
+  resolver.start({ endpoints: (s) => sets.push(s), error: () => {} });
+  await resolver.settled();
+  t.deepEqual(sets, [[{ address: '127.0.0.11', port: 6443, ttl: 30, source: 'dns' }]]);
+  t.deepEqual(
+    [...new Set(server.log.map((q) => q.name))],
+    ['apiservers.other.test', 'apiservers.api.test', 'apiservers'],
+    'A stops at the first positive answer; AAAA goes on through NODATA (glibc)',
+  );
+  await resolver.close();
+  await server.close();
+});
+
+// Serial: other tests of this file open sockets of their own, which would count as leaks.
+test.serial('close() ends a query under way and leaves no socket or timer behind', async (t) => {
+  const baseline = activeResources();
+  const server = await DnsTestServer.start();
+  server.rule({ action: { drop: true } });
+  const resolver = createResolver(`dns+srv:///${SRV}.`, {
+    clock: new FakeClock(),
+    dns: { ...dnsCacheDefaults, servers: [{ address: server.host, port: server.port }] },
+    resolvConf: '/nonexistent/resolv.conf',
+  });
+  resolver.start({ endpoints: () => t.fail(), error: () => {} });
+  t.true(await until(() => server.log.length === 1));
+  await resolver.close?.();
+  await server.close();
+  t.deepEqual(await leftOver(baseline), {});
+});
+
+test('a listener that throws does not stop the refresher', async (t) => {
+  const server = await DnsTestServer.start();
+  srv(server, 'node1.api.test', 6443, 0, 10, 1);
+  server.add({ name: 'node1.api.test', type: 'A', ttl: 1, data: '127.0.0.11' });
+  const clock = new FakeClock();
+  const resolver = createResolver(`dns+srv:///${SRV}.`, {
+    clock,
+    dns: { ...dnsCacheDefaults, servers: [{ address: server.host, port: server.port }] },
+    resolvConf: '/nonexistent/resolv.conf',
+  }) as DnsResolver;
+  let calls = 0;
+  resolver.start({
+    endpoints: () => {
+      calls++;
+      throw new Error('listener bug');
+    },
+    error: () => {},
+  });
+  await resolver.settled();
+  server.set('node1.api.test', 'A', [{ name: 'node1.api.test', type: 'A', ttl: 1, data: '127.0.0.12' }]);
+  clock.advance(1000);
+  await resolver.settled();
+  t.is(calls, 2);
+  await resolver.close();
+  await server.close();
+});

@@ -1,0 +1,188 @@
+// Discovery against a real DNS server: dnsmasq, started per test on a free loopback port. In CI a
+// missing dnsmasq fails these tests; elsewhere they are skipped with a message.
+import test from 'ava';
+import * as undici from 'undici';
+import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { Dnsmasq, dnsmasqBinary, leftoverDnsmasq, type DnsmasqConfig } from '../../fixtures/dnsmasq/Dnsmasq.ts';
+import { startServers } from '../../fixtures/server/TestServer.ts';
+import { systemClock } from '../../src/clock.ts';
+import { DnsClient } from '../../src/dns/DnsClient.ts';
+import { createBalancer, type Balancer } from '../../src/index.ts';
+import { until } from '../helpers/until.ts';
+
+const SRV = '_https._tcp.api.test';
+const available = dnsmasqBinary() !== undefined || process.env.CI === 'true';
+
+if (!available) {
+  console.warn('dnsmasq is not installed: skipping the dnsmasq tests (Debian: apt-get install dnsmasq-base; in CI they fail instead)');
+}
+const dnsmasqTest = available ? test.serial : test.skip;
+
+async function withDnsmasq(config: DnsmasqConfig, run: (dnsmasq: Dnsmasq) => Promise<void>): Promise<void> {
+  const dnsmasq = await Dnsmasq.start(config);
+  try {
+    await run(dnsmasq);
+  } finally {
+    await dnsmasq.stop();
+  }
+}
+
+function balancerOn(dnsmasq: Dnsmasq, target: string): Balancer {
+  return createBalancer({ target, dns: { servers: [dnsmasq.address] }, tls: { ca: certs.ca } });
+}
+
+const view = (b: Balancer): string[] => b.endpoints().map((e) => `${e.address}:${e.port} p${e.priority} w${e.weight}`);
+
+dnsmasqTest('SRV with two priorities and different weights, addresses from the A glue', async (t) => {
+  await withDnsmasq(
+    {
+      zone: 'api.test',
+      ttl: 30,
+      srv: [
+        { name: SRV, target: 'node1.api.test', port: 6443, priority: 10, weight: 60 },
+        { name: SRV, target: 'node2.api.test', port: 6443, priority: 10, weight: 30 },
+        { name: SRV, target: 'node3.api.test', port: 7443, priority: 20, weight: 5 },
+      ],
+      hostRecords: [
+        { name: 'node1.api.test', address: '127.0.0.11' },
+        { name: 'node2.api.test', address: '127.0.0.12' },
+        { name: 'node3.api.test', address: '127.0.0.13' },
+      ],
+    },
+    async (dnsmasq) => {
+      const balancer = balancerOn(dnsmasq, `dns+srv:///${SRV}.`);
+      try {
+        await balancer.ready();
+        t.deepEqual(view(balancer), ['127.0.0.11:6443 p10 w60', '127.0.0.12:6443 p10 w30', '127.0.0.13:7443 p20 w5']);
+        t.deepEqual(dnsmasq.queries(), [`SRV ${SRV}`], 'the glue was used: no A/AAAA queries');
+      } finally {
+        await balancer.close();
+      }
+    },
+  );
+});
+
+dnsmasqTest('A/AAAA changes through --hostsdir reach the balancer within TTL + 1 s', async (t) => {
+  const ttl = 2;
+  await withDnsmasq({ zone: 'api.test', ttl, hosts: { 'apiservers.api.test': ['127.0.0.11', '127.0.0.12'] } }, async (dnsmasq) => {
+    const balancer = balancerOn(dnsmasq, 'dns:///apiservers.api.test.:6443');
+    try {
+      await balancer.ready();
+      t.deepEqual(view(balancer), ['127.0.0.11:6443 p0 w1', '127.0.0.12:6443 p0 w1']);
+      for (const next of [['127.0.0.12', '127.0.0.13', '::1'], ['127.0.0.13']]) {
+        const changedAt = Date.now();
+        dnsmasq.writeHosts({ 'apiservers.api.test': next });
+        const expected = next.map((a) => `${a}:6443 p0 w1`).sort();
+        t.true(await until(() => JSON.stringify(view(balancer).sort()) === JSON.stringify(expected), 15_000), `reached ${next.join(', ')}`);
+        const took = Date.now() - changedAt;
+        t.log(`took ${took} ms`);
+      t.true(took <= (ttl + 1) * 1000, `took ${took} ms`);
+      }
+    } finally {
+      await balancer.close();
+    }
+  });
+});
+
+dnsmasqTest('an SRV change (dnsmasq restarted on the same port) reaches the balancer within TTL + 1 s', async (t) => {
+  const ttl = 2;
+  const config = (targets: string[]): DnsmasqConfig => ({
+    zone: 'api.test',
+    ttl,
+    srv: targets.map((target) => ({ name: SRV, target, port: 6443, weight: 10 })),
+    hostRecords: ['node1', 'node2', 'node3'].map((n, i) => ({ name: `${n}.api.test`, address: `127.0.0.1${i + 1}` })),
+  });
+  await withDnsmasq(config(['node1.api.test', 'node2.api.test']), async (dnsmasq) => {
+    const balancer = balancerOn(dnsmasq, `dns+srv:///${SRV}.`);
+    try {
+      await balancer.ready();
+      t.deepEqual(view(balancer), ['127.0.0.11:6443 p0 w10', '127.0.0.12:6443 p0 w10']);
+      const changedAt = Date.now();
+      await dnsmasq.restart(config(['node2.api.test', 'node3.api.test']));
+      t.true(await until(() => view(balancer).join() === '127.0.0.12:6443 p0 w10,127.0.0.13:6443 p0 w10', 15_000));
+      const took = Date.now() - changedAt;
+      t.log(`took ${took} ms`);
+      t.true(took <= (ttl + 1) * 1000, `took ${took} ms`);
+    } finally {
+      await balancer.close();
+    }
+  });
+});
+
+dnsmasqTest('an answer too big for UDP comes back truncated and is fetched over TCP', async (t) => {
+  const hostRecords = Array.from({ length: 100 }, (_, i) => ({ name: 'big.api.test', address: `127.0.1.${i + 1}` }));
+  await withDnsmasq({ zone: 'api.test', ttl: 30, hostRecords }, async (dnsmasq) => {
+    const client = new DnsClient(
+      { servers: [{ address: dnsmasq.host, port: dnsmasq.port }], search: [], ndots: 1, timeout: 2000, attempts: 2, rotate: false, deadline: 10_000 },
+      systemClock,
+    );
+    const answer = await client.query('big.api.test.', 'A');
+    t.is(answer.transport, 'tcp');
+    t.is(answer.addresses.length, 100);
+  });
+});
+
+dnsmasqTest('end to end: three HTTPS servers found through SRV; all used; a removed record gets no request once the TTL has passed', async (t) => {
+  const ttl = 2;
+  const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4']);
+  const config = (count: number): DnsmasqConfig => ({
+    zone: 'api.test',
+    ttl,
+    srv: servers.slice(0, count).map((s, i) => ({ name: SRV, target: `node${i + 1}.api.test`, port: s.port, weight: 33 })),
+    hostRecords: servers.map((s, i) => ({ name: `node${i + 1}.api.test`, address: s.host })),
+  });
+  try {
+    await withDnsmasq(config(3), async (dnsmasq) => {
+      const balancer = balancerOn(dnsmasq, `dns+srv:///${SRV}.`);
+      const send = async (n: number): Promise<void> => {
+        for (let i = 0; i < n; i++) {
+          const res = await undici.request(`https://${APISERVER_NAME}:6443/api/v1/namespaces?i=${i}`, { dispatcher: balancer });
+          t.is(res.statusCode, 200);
+          await res.body.dump();
+        }
+      };
+      try {
+        await send(300);
+        t.true(
+          servers.every((s) => s.requests.length > 0),
+          `every server used: ${servers.map((s) => s.requests.length).join('/')}`,
+        );
+        t.is(
+          servers.reduce((n, s) => n + s.requests.length, 0),
+          300,
+        );
+        const removedAt = Date.now();
+        await dnsmasq.restart(config(2));
+        // Requests keep flowing while the change propagates; any of them may still reach the third.
+        while (Date.now() - removedAt < (ttl + 1) * 1000) await send(5);
+        t.deepEqual(
+          balancer.endpoints().map((e) => e.port),
+          servers.slice(0, 2).map((s) => s.port),
+        );
+        const third = servers[2]!.requests.length;
+        await send(300);
+        t.is(servers[2]!.requests.length, third, 'no new request to the removed server');
+      } finally {
+        await balancer.close();
+      }
+    });
+  } finally {
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+dnsmasqTest('the harness starts dnsmasq and stops it by PID, or says that it is not installed', async (t) => {
+  if (dnsmasqBinary() === undefined) {
+    await t.throwsAsync(Dnsmasq.start({ zone: 'api.test' }), { message: /not installed/ });
+  } else {
+    const dnsmasq = await Dnsmasq.start({ zone: 'api.test' });
+    const pid = dnsmasq.pid!;
+    t.notThrows(() => process.kill(pid, 0), 'running');
+    await dnsmasq.stop();
+    t.throws(() => process.kill(pid, 0), undefined, 'gone');
+  }
+});
+
+test.after.always('no dnsmasq process is left behind', (t) => {
+  t.deepEqual(leftoverDnsmasq(), []);
+});
