@@ -45,6 +45,8 @@ export class Endpoint {
   weightFactor = 1;
   /** Set once the resolver stops listing it: no new requests, in-flight ones finish. */
   removed = false;
+  /** Clock time (ms) it last answered anything; a timeout right after an answer is no black hole. */
+  lastAnswerAt = -Infinity;
   inFlight = 0;
   streams = 0;
   requests = 0;

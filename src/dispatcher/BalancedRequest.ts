@@ -6,6 +6,7 @@ import { classifyError, type FailureKind } from '../health/classifyError.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { ProxyController } from './ProxyController.ts';
 import type { RetryBudget } from './RetryBudget.ts';
+import type { Route } from './tls.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;
 type Handler = Dispatcher.DispatchHandler;
@@ -29,7 +30,7 @@ export interface RequestHost {
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
-  send(endpoint: Endpoint, opts: DispatchOptions, handler: Handler): void;
+  send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
   attemptStarted(endpoint: Endpoint, longRunning: boolean): void;
   attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void;
   retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number): void;
@@ -60,6 +61,7 @@ export class BalancedRequest {
   readonly longRunning: boolean;
   readonly eviction: boolean;
   readonly #opts: DispatchOptions;
+  readonly #route: Route;
   readonly #idempotent: boolean;
   #replayable = true;
   #attempts = 0;
@@ -71,19 +73,19 @@ export class BalancedRequest {
   #committed = false;
   finished = false;
 
-  constructor(host: RequestHost, opts: DispatchOptions, downstream: Handler, longRunning: boolean) {
+  /**
+   * `opts` are this request's own copy, already addressed (Host header, servername, timeouts): every
+   * attempt sends them as they are, since an undici Pool dials its own origin whatever `opts.origin` says.
+   */
+  constructor(host: RequestHost, route: Route, opts: DispatchOptions, downstream: Handler, longRunning: boolean) {
     this.host = host;
     this.downstream = downstream;
     this.longRunning = longRunning;
-    const method = opts.method.toUpperCase();
-    this.#idempotent = method === 'GET' || method === 'HEAD';
-    this.eviction = method === 'POST' && EVICTION.test(opts.path);
-    this.#opts = {
-      ...opts,
-      // Watches are quiet for minutes; other requests get a deadline for their response headers.
-      ...(longRunning && opts.bodyTimeout == null ? { bodyTimeout: 0 } : {}),
-      ...(!longRunning && opts.headersTimeout == null ? { headersTimeout: host.requestTimeout } : {}),
-    };
+    this.#route = route;
+    const method = opts.method;
+    this.#idempotent = method === 'GET' || method === 'HEAD' || method === 'get' || method === 'head';
+    this.eviction = (method === 'POST' || method === 'post') && EVICTION.test(opts.path);
+    this.#opts = opts;
     this.proxy = new ProxyController((reason) => this.#fail(reason, false));
     host.budget.requests++;
   }
@@ -117,7 +119,7 @@ export class BalancedRequest {
     const attempt = new Attempt(this, endpoint, retry);
     this.host.attemptStarted(endpoint, this.longRunning);
     try {
-      this.host.send(endpoint, this.#opts, attempt);
+      this.host.send(endpoint, this.#route, this.#opts, attempt);
     } catch (error) {
       attempt.onResponseError(null, error as Error);
     }

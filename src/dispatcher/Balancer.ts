@@ -17,7 +17,7 @@ import { BalancedRequest, type AttemptOutcome, type RequestHost, type RetryReaso
 import { EndpointPools } from './EndpointPools.ts';
 import { RetryBudget } from './RetryBudget.ts';
 import { withHost } from './headers.ts';
-import { verificationFor, type Verification } from './tls.ts';
+import { verificationFor, type Route } from './tls.ts';
 
 /** undici reads `allowH2` and `servername` per request, though its types do not list them. */
 type DispatchOptions = undici.Dispatcher.DispatchOptions & { allowH2?: boolean; servername?: string };
@@ -52,7 +52,9 @@ export class Balancer extends undici.Dispatcher {
   readonly #resolver: Resolver;
   readonly #set: EndpointSet;
   readonly #pools: EndpointPools;
-  readonly #verifications = new Map<string, Verification>();
+  /** Routes by origin, for modern and for legacy (HTTP/1.1-only) handlers. */
+  readonly #routes = new Map<string, Route>();
+  readonly #legacyRoutes = new Map<string, Route>();
   /** Parsed request origins: a client talks to a handful, and parsing a URL per request costs. */
   readonly #origins = new Map<string, URL>();
   readonly #health: HealthTracker;
@@ -62,8 +64,6 @@ export class Balancer extends undici.Dispatcher {
   /** The origin probes are sent for: `options.origin`, else the last balanced request's. */
   #probeOrigin: URL | undefined;
   #warnedProbeAuth = false;
-  /** When each endpoint last answered anything: a timeout right after an answer is not a black hole. */
-  readonly #lastAnswer = new WeakMap<Endpoint, number>();
   /** Our own event-loop lag: a timeout during our stall says nothing about the apiserver. */
   readonly #lag = new LagMonitor();
   #passthrough: Agent | undefined;
@@ -144,7 +144,7 @@ export class Balancer extends undici.Dispatcher {
     try {
       wrapped = legacy ? wrapLegacyHandler(this.#undici, handler) : handler;
       // Instance methods of undici 8 reject `opts.dispatcher`; undici 7's request() leaks it here.
-      const { dispatcher: _ignored, ...rest } = opts as DispatchOptions & { dispatcher?: unknown };
+      const rest = 'dispatcher' in opts ? withoutDispatcher(opts) : opts;
       if (this.#closed) throw closedError();
       const origin = this.#parseOrigin(rest.origin);
       if (!this.#isBalanced(origin)) return this.#passthroughDispatch(rest, wrapped, legacy);
@@ -208,10 +208,28 @@ export class Balancer extends undici.Dispatcher {
   #dispatchBalanced(opts: DispatchOptions, origin: URL, handler: DispatchHandler, legacy: boolean): void {
     if (this.#closed) return reportError(handler, closedError());
     this.#probeOrigin ??= origin;
+    const route = this.#routeFor(origin, legacy);
     const longRunning = isLongRunning(opts.path, opts.upgrade, opts.query);
+    // The request's one copy of its options, addressed once for every attempt.
+    const own: DispatchOptions = { ...opts, headers: withHost(opts.headers, route.host) };
+    if (route.verification.sni) own.servername = route.verification.sni;
     // undici 8 never runs a legacy (v1) handler over HTTP/2; the endpoint's HTTP/1.1 pool serves it.
-    const request = new BalancedRequest(this.#host, legacy ? { ...opts, allowH2: false } : opts, handler, longRunning);
-    request.start();
+    if (legacy) own.allowH2 = false;
+    // Watches are quiet for minutes; other requests get a deadline for their response headers.
+    if (longRunning) own.bodyTimeout ??= 0;
+    else own.headersTimeout ??= this.#options.requestTimeout;
+    new BalancedRequest(this.#host, route, own, handler, longRunning).start();
+  }
+
+  #routeFor(origin: URL, legacy: boolean): Route {
+    const routes = legacy ? this.#legacyRoutes : this.#routes;
+    let route = routes.get(origin.origin);
+    if (!route) {
+      route = { protocol: origin.protocol, host: origin.host, verification: verificationFor(origin, this.#options.tls), http1Only: legacy };
+      if (routes.size >= 256) routes.clear();
+      routes.set(origin.origin, route);
+    }
+    return route;
   }
 
   /** What each request needs from the balancer: picking, sending, and reporting outcomes. */
@@ -229,22 +247,10 @@ export class Balancer extends undici.Dispatcher {
           if (probation && !exclude?.has(probation)) return probation;
           if (probation) this.#health.releaseProbation(probation);
         }
-        return this.#set.pick({ longRunning, exclude });
+        if (exclude) return this.#set.pick({ longRunning, exclude });
+        return this.#set.pick(longRunning ? PICK_LONG_RUNNING : PICK_SHORT);
       },
-      send: (endpoint, opts, handler) => {
-        const origin = this.#parseOrigin(opts.origin);
-        const verification = this.#verificationFor(origin);
-        const pool = this.#pools.get(endpoint, origin.protocol, verification, (opts as DispatchOptions).allowH2 === false);
-        pool.dispatch(
-          {
-            ...opts,
-            origin: endpoint.origin(origin.protocol),
-            headers: withHost(opts.headers, origin.host),
-            ...(verification.sni ? { servername: verification.sni } : {}),
-          },
-          handler,
-        );
-      },
+      send: (endpoint, route, opts, handler) => this.#pools.get(endpoint, route).dispatch(opts, handler),
       attemptStarted: (endpoint, longRunning) => {
         endpoint.inFlight++;
         endpoint.requests++;
@@ -281,7 +287,8 @@ export class Balancer extends undici.Dispatcher {
       return;
     }
     const { statusCode, headers } = outcome;
-    this.#lastAnswer.set(endpoint, this.#options.clock.now());
+    const now = this.#options.clock.now();
+    endpoint.lastAnswerAt = now;
     if (statusCode >= 500) {
       endpoint.failures++;
       this.#health.serverError(endpoint);
@@ -290,7 +297,7 @@ export class Balancer extends undici.Dispatcher {
       if (isShutdownResponse(headers, outcome.body)) this.#health.shuttingDown(endpoint, wait);
       else this.#health.throttled(endpoint, wait);
     } else {
-      this.#budget.earn();
+      this.#budget.earn(now);
       this.#health.success(endpoint);
     }
   }
@@ -298,8 +305,9 @@ export class Balancer extends undici.Dispatcher {
   async #sendProbe(endpoint: Endpoint, settings: ProbeSettings): Promise<ProbeResult | undefined> {
     const origin = this.#probeOrigin;
     if (!origin || endpoint.removed || this.#closed) return undefined;
-    const verification = this.#verificationFor(origin);
-    const pool = this.#pools.get(endpoint, origin.protocol, verification, false);
+    const route = this.#routeFor(origin, false);
+    const verification = route.verification;
+    const pool = this.#pools.get(endpoint, route);
     const clock = this.#options.clock;
     try {
       const res = await pool.request({
@@ -319,7 +327,7 @@ export class Balancer extends undici.Dispatcher {
         }
         return 'pass';
       }
-      this.#lastAnswer.set(endpoint, clock.now());
+      endpoint.lastAnswerAt = clock.now();
       return res.statusCode >= 200 && res.statusCode < 400 ? 'pass' : 'fail';
     } catch (error) {
       const kind = classifyError(error);
@@ -342,15 +350,6 @@ export class Balancer extends undici.Dispatcher {
       this.#origins.set(origin, url);
     }
     return url;
-  }
-
-  #verificationFor(origin: URL): Verification {
-    let verification = this.#verifications.get(origin.origin);
-    if (!verification) {
-      verification = verificationFor(origin, this.#options.tls);
-      this.#verifications.set(origin.origin, verification);
-    }
-    return verification;
   }
 
   #passthroughDispatch(opts: DispatchOptions, handler: DispatchHandler, legacy: boolean): boolean {
@@ -401,7 +400,7 @@ export class Balancer extends undici.Dispatcher {
    * `deadlineMs` (its timers fired late and replies sat unread).
    */
   #conclusiveTimeout(endpoint: Endpoint, windowMs: number, deadlineMs: number): boolean {
-    const answered = (this.#lastAnswer.get(endpoint) ?? -Infinity) >= this.#options.clock.now() - windowMs;
+    const answered = endpoint.lastAnswerAt >= this.#options.clock.now() - windowMs;
     return !answered && this.#lag.maxSince(performance.now() - windowMs) < deadlineMs / 4;
   }
 
@@ -434,6 +433,14 @@ function isShutdownResponse(headers: Record<string, string | string[] | undefine
   if (String(headers.connection ?? '').toLowerCase().includes('close')) return true;
   if (body.includes('shutting down')) return true;
   return false;
+}
+
+const PICK_SHORT = { longRunning: false } as const;
+const PICK_LONG_RUNNING = { longRunning: true } as const;
+
+function withoutDispatcher(opts: DispatchOptions): DispatchOptions {
+  const { dispatcher: _ignored, ...rest } = opts as DispatchOptions & { dispatcher?: unknown };
+  return rest;
 }
 
 /** Wraps a v1 handler (Node's built-in fetch, undici 7) for the v2 core of undici 8. */

@@ -2,7 +2,7 @@ import type { EventEmitter } from 'node:events';
 import type { Dispatcher, Pool } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import type { ResolvedOptions, UndiciModule } from '../options.ts';
-import { tlsConnectOptions, type Verification } from './tls.ts';
+import { tlsConnectOptions, type Route } from './tls.ts';
 
 /**
  * One undici `Pool` per endpoint (HTTP/2 when offered, so usually one multiplexed connection), plus
@@ -13,7 +13,7 @@ export class EndpointPools {
   readonly #undici: UndiciModule;
   readonly #options: ResolvedOptions;
   readonly #forward: (event: string, origin: URL, targets: readonly Dispatcher[], error?: Error) => void;
-  readonly #pools = new Map<Endpoint, Map<string, Pool>>();
+  readonly #pools = new Map<Endpoint, Map<Route, Pool>>();
 
   constructor(
     undici: UndiciModule,
@@ -25,35 +25,34 @@ export class EndpointPools {
     this.#forward = forward;
   }
 
-  get(endpoint: Endpoint, protocol: string, verification: Verification, http1Only: boolean): Pool {
-    let byKey = this.#pools.get(endpoint);
-    if (!byKey) {
-      byKey = new Map();
-      this.#pools.set(endpoint, byKey);
+  get(endpoint: Endpoint, route: Route): Pool {
+    let byRoute = this.#pools.get(endpoint);
+    if (!byRoute) {
+      byRoute = new Map();
+      this.#pools.set(endpoint, byRoute);
     }
-    const key = `${protocol}|${verification.name}|${http1Only ? 1 : 2}`;
-    let pool = byKey.get(key);
+    let pool = byRoute.get(route);
     if (!pool) {
-      pool = this.#create(endpoint.origin(protocol), protocol, verification, http1Only);
-      byKey.set(key, pool);
+      pool = this.#create(endpoint.origin(route.protocol), route);
+      byRoute.set(route, pool);
     }
     return pool;
   }
 
   /** Closes an endpoint's pools gracefully: requests and streams already running there finish. */
   retire(endpoint: Endpoint): Promise<void> {
-    const byKey = this.#pools.get(endpoint);
+    const byRoute = this.#pools.get(endpoint);
     this.#pools.delete(endpoint);
-    if (!byKey) return Promise.resolve();
-    return Promise.all([...byKey.values()].map((pool) => pool.close())).then(() => undefined);
+    if (!byRoute) return Promise.resolve();
+    return Promise.all([...byRoute.values()].map((pool) => pool.close())).then(() => undefined);
   }
 
   /** Destroys an endpoint's connections now (requests on them fail); later requests open new ones. */
   reset(endpoint: Endpoint): Promise<void> {
-    const byKey = this.#pools.get(endpoint);
+    const byRoute = this.#pools.get(endpoint);
     this.#pools.delete(endpoint);
-    if (!byKey) return Promise.resolve();
-    return Promise.all([...byKey.values()].map((pool) => pool.destroy())).then(() => undefined);
+    if (!byRoute) return Promise.resolve();
+    return Promise.all([...byRoute.values()].map((pool) => pool.destroy())).then(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -61,15 +60,15 @@ export class EndpointPools {
   }
 
   async destroy(error: Error | null): Promise<void> {
-    const pools = [...this.#pools.values()].flatMap((byKey) => [...byKey.values()]);
+    const pools = [...this.#pools.values()].flatMap((byRoute) => [...byRoute.values()]);
     this.#pools.clear();
     await Promise.all(pools.map((pool) => pool.destroy(error)));
   }
 
-  #create(origin: string, protocol: string, verification: Verification, http1Only: boolean): Pool {
-    const tls = protocol === 'https:' ? tlsConnectOptions(this.#options.tls, verification) : {};
+  #create(origin: string, route: Route): Pool {
+    const tls = route.protocol === 'https:' ? tlsConnectOptions(this.#options.tls, route.verification) : {};
     const pool = new this.#undici.Pool(origin, {
-      allowH2: !http1Only,
+      allowH2: !route.http1Only,
       connectTimeout: this.#options.connectTimeout,
       keepAliveTimeout: this.#options.keepAliveTimeout,
       // An unanswered PING resets the connection by the next one: a black-holed apiserver frees

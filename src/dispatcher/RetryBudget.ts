@@ -31,9 +31,9 @@ export class RetryBudget {
     this.#second = Math.floor(clock.now() / 1000);
   }
 
-  /** A request succeeded: it earns a share of a retry. */
-  earn(): void {
-    this.#roll();
+  /** A request succeeded (at clock time `now`): it earns a share of a retry. */
+  earn(now: number): void {
+    this.#roll(now);
     this.#credit[this.#second % WINDOW_SECONDS]! += this.#percent / 100;
   }
 
@@ -52,7 +52,7 @@ export class RetryBudget {
 
   /** Credit available now, for stats. */
   get credit(): number {
-    this.#roll();
+    this.#roll(this.#clock.now());
     return this.#credit.reduce((a, b) => a + b, 0);
   }
 
@@ -70,8 +70,8 @@ export class RetryBudget {
   }
 
   /** Clears the slots of seconds that passed since the last call. */
-  #roll(): void {
-    const now = Math.floor(this.#clock.now() / 1000);
+  #roll(nowMs: number): void {
+    const now = Math.floor(nowMs / 1000);
     for (let s = this.#second + 1; s <= now && s <= this.#second + WINDOW_SECONDS; s++) this.#credit[s % WINDOW_SECONDS] = 0;
     this.#second = Math.max(this.#second, now);
   }

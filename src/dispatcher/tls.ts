@@ -30,3 +30,15 @@ export function tlsConnectOptions(tls: ResolvedOptions['tls'], verification: Ver
     checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(name, cert),
   };
 }
+
+/**
+ * How requests for one origin reach an endpoint: the scheme, the name certificates are verified
+ * against, the `Host` to keep, and whether the HTTP/1.1-only pool serves them (legacy handlers).
+ * Cached per origin, so pools can be keyed by its identity without building strings per request.
+ */
+export interface Route {
+  readonly protocol: string;
+  readonly host: string;
+  readonly verification: Verification;
+  readonly http1Only: boolean;
+}
