@@ -7,6 +7,7 @@ import { dnsCacheDefaults } from './dns/DnsCache.ts';
 import type { DnsClientOverrides } from './dns/DnsClient.ts';
 import { parseNameServer } from './dns/ResolvConf.ts';
 import { invalidOption } from './errors.ts';
+import { isLogger, type Logger } from './observability/logger.ts';
 import { createResolver, type ResolverContext, type Target } from './resolver/parseTarget.ts';
 import type { Resolver } from './resolver/Resolver.ts';
 
@@ -154,6 +155,13 @@ export interface BalancerOptions {
    * off. Default 0.5 (Envoy's default).
    */
   panicThreshold?: number;
+  /**
+   * Where the balancer logs ejections, restores and drains (warn/info), retries (debug), resolver
+   * failures and warnings (warn): a pino logger, `console`, or anything with `debug`, `info`, `warn`
+   * and `error` methods. Each call is `(fields, message)`. Default: silent; the same events are on
+   * the balancer as events either way.
+   */
+  logger?: Logger;
 }
 
 export interface ProbeOptions {
@@ -209,6 +217,7 @@ export interface ResolvedOptions {
   policy: Policy;
   slowStartMs: number;
   panicThreshold: number;
+  logger: Logger | undefined;
 }
 
 /** Validates everything up front so a bad option fails at construction, naming the field. */
@@ -240,6 +249,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     policy: validatePolicy(options.policy ?? defaultOptions.policy),
     slowStartMs: nonNegativeMs('slowStartMs', options.slowStartMs ?? defaultOptions.slowStartMs),
     panicThreshold: fraction('panicThreshold', options.panicThreshold ?? defaultOptions.panicThreshold),
+    logger: validateLogger(options.logger),
   };
 }
 
@@ -248,6 +258,12 @@ const policies: readonly Policy[] = ['round-robin', 'least-request'];
 function validatePolicy(policy: unknown): Policy {
   if (!policies.includes(policy as Policy)) throw invalidOption('policy', policy, `must be one of ${policies.map((p) => `'${p}'`).join(', ')}`);
   return policy as Policy;
+}
+
+function validateLogger(logger: unknown): Logger | undefined {
+  if (logger === undefined) return undefined;
+  if (!isLogger(logger)) throw invalidOption('logger', logger, 'must have debug, info, warn and error methods (pino, console…)');
+  return logger;
 }
 
 function nonNegativeMs(field: string, value: unknown): number {

@@ -1,3 +1,4 @@
+import type { EjectReason } from '../health/HealthTracker.ts';
 import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
 
 /**
@@ -23,7 +24,29 @@ export interface EndpointInfo {
   requests: number;
   /** Requests that ended in a transport error or a 5xx at this endpoint. */
   failures: number;
+  /** `address:port` (IPv6 in brackets): the endpoint's identity, and its `endpoint` label in metrics. */
+  key: string;
+  /** Health's multiplier on `weight`, in (0, 1]: below 1 after 429s from API Priority and Fairness. */
+  weightFactor: number;
+  /**
+   * How the attempts sent here ended: by HTTP status class, `error` (no response: connection,
+   * TLS, reset, timeout) and `aborted` (the caller gave up). With `inFlight`, they add up to `requests`.
+   */
+  responses: Record<ResponseClass, number>;
+  /** Times it was ejected since it joined. */
+  ejections: number;
+  /** The latest ejection: why, when (epoch ms) and for how long; `null` if never ejected. */
+  lastEjection: { reason: EjectReason; at: number; durationMs: number } | null;
+  /** What the resolver said of it, when it said: `source` (e.g. `dns+srv`) and record `ttl` in seconds. */
+  source?: string;
+  ttl?: number;
 }
+
+export type ResponseClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'error' | 'aborted';
+
+/** Indexes of `Endpoint.outcomes`: 1–5 are status classes, so a response is counted at `status / 100`. */
+export const OUTCOME_ERROR = 0;
+export const OUTCOME_ABORTED = 6;
 
 /** The live state of one apiserver endpoint. Survives endpoint-set updates while it is listed. */
 export class Endpoint {
@@ -51,6 +74,12 @@ export class Endpoint {
   streams = 0;
   requests = 0;
   failures = 0;
+  /** Attempt outcomes, indexed by `OUTCOME_ERROR`, status class (1–5), `OUTCOME_ABORTED`: one typed-array increment per attempt. */
+  readonly outcomes = new Float64Array(7);
+  ejections = 0;
+  lastEjection: EndpointInfo['lastEjection'] = null;
+  source: string | undefined;
+  ttl: number | undefined;
 
   constructor(address: EndpointAddress, now: number) {
     this.readySince = now;
@@ -59,6 +88,8 @@ export class Endpoint {
     this.port = address.port;
     this.weight = address.weight ?? 1;
     this.priority = address.priority ?? 0;
+    this.source = address.source;
+    this.ttl = address.ttl;
   }
 
   /** `https://10.0.0.1:6443` / `https://[fd00::1]:6443`. */
@@ -77,6 +108,21 @@ export class Endpoint {
       streams: this.streams,
       requests: this.requests,
       failures: this.failures,
+      key: this.key,
+      weightFactor: this.weightFactor,
+      responses: {
+        '1xx': this.outcomes[1]!,
+        '2xx': this.outcomes[2]!,
+        '3xx': this.outcomes[3]!,
+        '4xx': this.outcomes[4]!,
+        '5xx': this.outcomes[5]!,
+        error: this.outcomes[OUTCOME_ERROR]!,
+        aborted: this.outcomes[OUTCOME_ABORTED]!,
+      },
+      ejections: this.ejections,
+      lastEjection: this.lastEjection && { ...this.lastEjection },
+      ...(this.source !== undefined ? { source: this.source } : {}),
+      ...(this.ttl !== undefined ? { ttl: this.ttl } : {}),
     };
   }
 }

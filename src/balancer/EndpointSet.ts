@@ -45,6 +45,7 @@ export class EndpointSet {
   /** The last schedule, carried into the next so that a rebuild continues the order. */
   #schedule: Schedule | undefined;
   #known = false;
+  #panic = false;
   /** Set once the set has held an endpoint: from then on, new endpoints slow-start. */
   #warm = false;
 
@@ -56,6 +57,11 @@ export class EndpointSet {
   /** True once the resolver has produced a first set. */
   get known(): boolean {
     return this.#known;
+  }
+
+  /** True while too few endpoints are ready and every endpoint that is not removed is picked from. */
+  get panic(): boolean {
+    return this.#panic;
   }
 
   get size(): number {
@@ -88,6 +94,8 @@ export class EndpointSet {
       if (existing) {
         existing.weight = address.weight ?? 1;
         existing.priority = address.priority ?? 0;
+        existing.source = address.source;
+        existing.ttl = address.ttl;
       } else {
         const endpoint = new Endpoint(address, this.#clock.now());
         // The first endpoints have no traffic to be shielded from: a cold client starts at full weight.
@@ -104,6 +112,7 @@ export class EndpointSet {
   /** Rebuilds the picker; call after any change of state, weight, `weightFactor` or `readySince`. */
   rebuild(): void {
     const candidates = Candidates.select(this.#endpoints.values(), this.#options, this.#clock);
+    this.#panic = candidates.panic;
     if (candidates.endpoints.length === 0) {
       this.#picker = none;
       return;

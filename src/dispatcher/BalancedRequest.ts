@@ -3,6 +3,8 @@ import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { BalancerError } from '../errors.ts';
 import { classifyError, type FailureKind } from '../health/classifyError.ts';
+import { pickChannel, retryChannel, type ChannelRequest } from '../observability/channels.ts';
+import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { ProxyController } from './ProxyController.ts';
 import type { RetryBudget } from './RetryBudget.ts';
@@ -27,6 +29,9 @@ export interface RequestHost {
   readonly requestTimeout: number;
   readonly maxReplayBytes: number;
   readonly budget: RetryBudget;
+  readonly totals: Totals;
+  /** Named as `balancer` in diagnostics_channel messages. */
+  readonly owner: object;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
@@ -88,6 +93,7 @@ export class BalancedRequest {
     this.#opts = opts;
     this.proxy = new ProxyController((reason) => this.#fail(reason, false));
     host.budget.requests++;
+    host.totals.requests++;
   }
 
   start(): void {
@@ -116,6 +122,9 @@ export class BalancedRequest {
   #send(endpoint: Endpoint, retry: boolean): void {
     this.#attempts++;
     (this.#tried ??= new Set()).add(endpoint);
+    if (pickChannel.hasSubscribers) {
+      pickChannel.publish({ balancer: this.host.owner, request: this.#describe(), endpoint: endpoint.info(), attempt: this.#attempts, longRunning: this.longRunning });
+    }
     const attempt = new Attempt(this, endpoint, retry);
     this.host.attemptStarted(endpoint, this.longRunning);
     try {
@@ -149,8 +158,23 @@ export class BalancedRequest {
       return this.#fail(this.proxy.reason ?? new Error('aborted'), false);
     }
     this.proxy.detach();
+    if (retryChannel.hasSubscribers) {
+      retryChannel.publish({
+        balancer: this.host.owner,
+        request: this.#describe(),
+        from: from.endpoint.info(),
+        to: next.endpoint.info(),
+        reason: next.reason,
+        attempt: this.#attempts + 1,
+      });
+    }
     this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1);
     this.#send(next.endpoint, true);
+  }
+
+  #describe(): ChannelRequest {
+    const origin = this.#opts.origin;
+    return { method: this.#opts.method, path: this.#opts.path, origin: typeof origin === 'string' ? origin : String(origin?.origin) };
   }
 
   // ── called by attempts ───────────────────────────────────────────────────
@@ -201,6 +225,7 @@ export class BalancedRequest {
       reported = new BalancerError('ERR_ALL_ENDPOINTS_FAILED', `every apiserver endpoint tried failed (${list})`, { cause: error, causes: [...this.#causes] });
     }
     this.#finish();
+    if (!this.proxy.aborted) this.host.totals.failed++;
     this.downstream.onResponseError?.(this.proxy, reported);
   }
 

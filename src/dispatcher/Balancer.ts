@@ -1,8 +1,7 @@
 import { EventEmitter } from 'node:events';
 import * as undici from 'undici';
 import type { Agent } from 'undici';
-import type { EndpointInfo } from '../balancer/Endpoint.ts';
-import type { Endpoint } from '../balancer/Endpoint.ts';
+import { OUTCOME_ABORTED, OUTCOME_ERROR, type Endpoint, type EndpointInfo } from '../balancer/Endpoint.ts';
 import { EndpointSet } from '../balancer/EndpointSet.ts';
 import { isLongRunning } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
@@ -13,6 +12,9 @@ import { LagMonitor } from '../health/LagMonitor.ts';
 import { HealthTracker, type EjectReason, type ProbeResult } from '../health/HealthTracker.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { retryAfterMs } from '../health/retryAfter.ts';
+import { ejectChannel } from '../observability/channels.ts';
+import { attachLogger } from '../observability/logger.ts';
+import { Totals, describeTarget, type BalancerStats } from '../observability/stats.ts';
 import { BalancedRequest, type AttemptOutcome, type RequestHost, type RetryReason } from './BalancedRequest.ts';
 import { EndpointPools } from './EndpointPools.ts';
 import { RetryBudget } from './RetryBudget.ts';
@@ -35,8 +37,11 @@ export interface BalancerEvents {
   drain: [endpoint: EndpointInfo, reason: 'probe' | 'shutdown'];
   /** A request is tried again on another endpoint. */
   retry: [event: { from: EndpointInfo; to: EndpointInfo; reason: RetryReason; attempt: number }];
-  /** Resolution failed; the previous endpoints stay in use. */
+  /** Resolution failed, whatever the resolver (DNS, EndpointSlice, custom); the previous endpoints stay in use. */
   'resolver-error': [error: Error];
+  /** A DNS resolution failed (`dns:`, `dns+srv:` targets; code `ERR_DNS`); also emitted as `resolver-error`. */
+  'dns-error': [error: Error];
+  /** Something to know that is not a failure: a resolver serving a stale answer, a probe refused for lack of credentials. */
   warning: [message: string];
 }
 
@@ -60,6 +65,7 @@ export class Balancer extends undici.Dispatcher {
   readonly #health: HealthTracker;
   readonly #prober: Prober | undefined;
   readonly #budget: RetryBudget;
+  readonly #totals: Totals;
   readonly #host: RequestHost;
   /** The origin probes are sent for: `options.origin`, else the last balanced request's. */
   #probeOrigin: URL | undefined;
@@ -84,6 +90,7 @@ export class Balancer extends undici.Dispatcher {
     );
     const { clock } = this.#options;
     this.#budget = new RetryBudget(this.#options.retryBudget.percent, this.#options.retryBudget.min, clock);
+    this.#totals = new Totals(describeTarget(options.target));
     this.#health = new HealthTracker(
       { ...this.#options, probes: this.#options.probe !== false },
       clock,
@@ -94,6 +101,10 @@ export class Balancer extends undici.Dispatcher {
           // there, on the silent connection or queued for a new one, would only time out: fail
           // them now, so those that may go elsewhere do.
           if (reason === 'unreachable') void this.#pools.reset(endpoint);
+          endpoint.ejections++;
+          endpoint.lastEjection = { reason, at: Date.now(), durationMs: ms };
+          this.#totals.ejections[reason]++;
+          if (ejectChannel.hasSubscribers) ejectChannel.publish({ balancer: this, endpoint: endpoint.info(), reason, durationMs: ms });
           this.#emit('eject', endpoint.info(), reason, ms);
         },
         drain: (endpoint, reason) => this.#emit('drain', endpoint.info(), reason),
@@ -115,11 +126,28 @@ export class Balancer extends undici.Dispatcher {
       );
     }
     this.#host = this.#requestHost();
+    if (this.#options.logger) attachLogger(this, this.#options.logger);
     this.#resolver.start({
       endpoints: (set) => this.#onEndpoints(set),
       error: (error) => this.#onResolverError(error),
-      warning: (message) => this.#emit('warning', message),
+      warning: (message) => {
+        this.#totals.resolverWarning(message);
+        this.#emit('warning', message);
+      },
+      dnsQuery: (result) => this.#totals.dnsQuery(result),
     });
+  }
+
+  /** A snapshot of endpoints, counters, the retry budget, the picker and the resolver, as plain JSON-safe data. */
+  stats(): BalancerStats {
+    const { totals, resolver } = this.#totals.snapshot();
+    return {
+      endpoints: this.endpoints(),
+      totals: { ...totals, inFlight: this.#budget.requests },
+      budget: { retriesInFlight: this.#budget.retries, refused: this.#budget.refused, credit: this.#budget.credit },
+      picker: { policy: this.#options.policy, panic: this.#set.panic },
+      resolver,
+    };
   }
 
   /** A snapshot of every endpoint with its state and counters. */
@@ -240,6 +268,8 @@ export class Balancer extends undici.Dispatcher {
       requestTimeout: options.requestTimeout,
       maxReplayBytes: options.maxBufferedBody,
       budget: this.#budget,
+      totals: this.#totals,
+      owner: this,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;
         if (probationOk) {
@@ -259,9 +289,15 @@ export class Balancer extends undici.Dispatcher {
       attemptEnded: (endpoint, longRunning, outcome) => {
         endpoint.inFlight--;
         if (longRunning) endpoint.streams--;
+        endpoint.outcomes[
+          outcome.type === 'response' ? Math.min(5, Math.trunc(outcome.statusCode / 100)) : outcome.type === 'error' ? OUTCOME_ERROR : OUTCOME_ABORTED
+        ]!++;
         this.#judge(endpoint, outcome);
       },
-      retrying: (from, to, reason, attempt) => this.#emit('retry', { from: from.info(), to: to.info(), reason, attempt }),
+      retrying: (from, to, reason, attempt) => {
+        this.#totals.retries[reason]++;
+        if (this.listenerCount('retry') > 0) this.#emit('retry', { from: from.info(), to: to.info(), reason, attempt });
+      },
       noEndpoints: () => this.#noEndpoints(),
     };
   }
@@ -361,9 +397,11 @@ export class Balancer extends undici.Dispatcher {
     if (this.#closed) return;
     if (addresses.length === 0 && this.#set.size > 0) {
       // Resolvers must keep the last good set; an empty update is refused rather than obeyed.
+      this.#totals.resolverWarning('resolver reported no endpoints; keeping the previous set');
       this.#emit('warning', 'resolver reported no endpoints; keeping the previous set');
       return;
     }
+    this.#totals.resolverUpdate();
     const { added, removed } = this.#set.update(addresses);
     for (const endpoint of removed) {
       this.#prober?.remove(endpoint);
@@ -383,7 +421,9 @@ export class Balancer extends undici.Dispatcher {
 
   #onResolverError(error: Error): void {
     this.#lastResolverError = error;
+    this.#totals.resolverError(error);
     this.#emit('resolver-error', error);
+    if ((error as { code?: unknown }).code === 'ERR_DNS') this.#emit('dns-error', error);
     if (this.#set.known) return;
     // Nothing to fall back on yet: fail fast instead of queueing forever.
     const failure = this.#noEndpoints();

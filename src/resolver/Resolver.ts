@@ -20,6 +20,12 @@ export interface ResolverListener {
   error(error: Error): void;
   /** Something the operator should know that is not a failure (e.g. serving a stale answer). */
   warning?(message: string): void;
+  /**
+   * A DNS query got its answer or failed: `success`, or the failure (`NXDOMAIN`, `NODATA`,
+   * `SERVFAIL`, `TIMEOUT`…). Once per query sent to a server, never for an answer from the cache.
+   * Only counted (`stats().resolver.dnsQueries`, the `dns_queries_total` metric). Optional to call.
+   */
+  dnsQuery?(result: string): void;
 }
 
 export interface EndpointAddress {

@@ -1,0 +1,118 @@
+import type { EndpointInfo } from '../balancer/Endpoint.ts';
+import type { Policy } from '../balancer/Picker.ts';
+import type { RetryReason } from '../dispatcher/BalancedRequest.ts';
+import type { EjectReason } from '../health/HealthTracker.ts';
+
+/** What `balancer.stats()` returns: plain data, safe to `JSON.stringify`, never live. */
+export interface BalancerStats {
+  /** Every endpoint the resolver lists now. An endpoint that leaves takes its counters with it; `totals` keep counting. */
+  endpoints: EndpointInfo[];
+  totals: {
+    /** Caller requests the balancer took (not attempts: a retried request counts once). */
+    requests: number;
+    /** Caller requests not finished yet. */
+    inFlight: number;
+    /** Caller requests that ended in an error (not counting the caller's own aborts). */
+    failed: number;
+    /** Retries on another endpoint, by why the previous attempt failed. */
+    retries: Record<RetryReason, number>;
+    /** Ejections, by reason. */
+    ejections: Record<EjectReason, number>;
+  };
+  budget: {
+    /** Retries under way now. */
+    retriesInFlight: number;
+    /** Retries the budget refused since the start: the failed attempt's answer or error reached the caller. */
+    refused: number;
+    /** Retries that successes of the last 10 s have paid for, beyond the in-flight allowance. */
+    credit: number;
+  };
+  picker: {
+    policy: Policy;
+    /** Too few endpoints are ready: requests go to every endpoint that is not removed. */
+    panic: boolean;
+  };
+  resolver: {
+    /** The target: its URI, `list` for an array of endpoints, `custom` for a resolver object. */
+    target: string;
+    /** Endpoint sets received (the first included). */
+    updates: number;
+    /** When the last set arrived (epoch ms), `null` before the first. */
+    lastUpdateAt: number | null;
+    /** Resolution failures reported (the previous set stayed in use each time). */
+    errors: number;
+    lastError: { message: string; code?: string; at: number } | null;
+    warnings: number;
+    lastWarning: { message: string; at: number } | null;
+    /** DNS queries sent, by result: `success` or a failure such as `nxdomain`, `servfail`, `timeout`. */
+    dnsQueries: Record<string, number>;
+  };
+}
+
+export const retryReasons: readonly RetryReason[] = ['connect', 'tls', 'refused', 'reset', 'unresponsive', 'timeout', 'throttled', '5xx'];
+export const ejectReasons: readonly EjectReason[] = ['connect', 'tls', 'failures', 'throttled', 'unreachable', 'probe'];
+
+/** A custom resolver could report any string as a query result; a metric label must stay a small set. */
+const MAX_DNS_RESULTS = 32;
+
+/**
+ * The balancer's monotonic counters that outlive endpoints. Updated with plain increments (the
+ * per-request ones by `BalancedRequest`), read by `stats()`.
+ */
+export class Totals {
+  requests = 0;
+  failed = 0;
+  readonly retries = zeroes(retryReasons);
+  readonly ejections = zeroes(ejectReasons);
+  readonly resolver: BalancerStats['resolver'];
+
+  constructor(target: string) {
+    this.resolver = { target, updates: 0, lastUpdateAt: null, errors: 0, lastError: null, warnings: 0, lastWarning: null, dnsQueries: {} };
+  }
+
+  resolverUpdate(): void {
+    this.resolver.updates++;
+    this.resolver.lastUpdateAt = Date.now();
+  }
+
+  resolverError(error: Error): void {
+    const code = (error as { code?: unknown }).code;
+    this.resolver.errors++;
+    this.resolver.lastError = { message: error.message, ...(typeof code === 'string' ? { code } : {}), at: Date.now() };
+  }
+
+  resolverWarning(message: string): void {
+    this.resolver.warnings++;
+    this.resolver.lastWarning = { message, at: Date.now() };
+  }
+
+  dnsQuery(result: string): void {
+    const queries = this.resolver.dnsQueries;
+    let key = String(result).toLowerCase();
+    if (!(key in queries) && Object.keys(queries).length >= MAX_DNS_RESULTS) key = 'other';
+    queries[key] = (queries[key] ?? 0) + 1;
+  }
+
+  snapshot(): { totals: Omit<BalancerStats['totals'], 'inFlight'>; resolver: BalancerStats['resolver'] } {
+    const r = this.resolver;
+    return {
+      totals: { requests: this.requests, failed: this.failed, retries: { ...this.retries }, ejections: { ...this.ejections } },
+      resolver: {
+        ...r,
+        lastError: r.lastError && { ...r.lastError },
+        lastWarning: r.lastWarning && { ...r.lastWarning },
+        dnsQueries: { ...r.dnsQueries },
+      },
+    };
+  }
+}
+
+function zeroes<K extends string>(keys: readonly K[]): Record<K, number> {
+  return Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
+}
+
+/** How a target is named in stats: never a resolver object's innards. */
+export function describeTarget(target: unknown): string {
+  if (typeof target === 'string') return target;
+  return Array.isArray(target) ? 'list' : 'custom';
+}
