@@ -66,6 +66,11 @@ export class DnsCache {
   readonly #entries: LRUCache<string, Entry>;
   readonly #inflight = new Map<string, Promise<CacheResult>>();
   readonly #abort = new AbortController();
+  /**
+   * Told the result of every query that went to the network (one per name and type, whatever tries
+   * and search-list names it took): `success`, `NXDOMAIN`, `NODATA` or the failure's reason. For counting.
+   */
+  onQuery: ((result: string) => void) | undefined;
 
   constructor(client: Pick<DnsClient, 'query'>, clock: Clock, options: DnsCacheOptions = dnsCacheDefaults, random: () => number = Math.random) {
     this.#client = client;
@@ -106,8 +111,10 @@ export class DnsCache {
     } catch (err) {
       const error = err instanceof DnsError ? err : new DnsError('NETWORK', `${name} ${type}`, String(err), { cause: err });
       if (error.reason === 'ABORTED') return previous ? this.#view(previous) : { answer: undefined, stale: false, error, refreshAt: Infinity };
+      this.onQuery?.(error.reason);
       return this.#view(this.#failed(key, previous, error));
     }
+    this.onQuery?.(answer.kind === 'records' ? 'success' : answer.kind);
     const now = this.#clock.now();
     const ttl = this.#clamp(answer.ttl ?? NEGATIVE_TTL_WITHOUT_SOA);
     const entry: Entry = { answer, fetchedAt: now, ttl, refreshAt: now + ttl * (0.75 + 0.15 * this.#random()), failures: 0, error: undefined };

@@ -67,6 +67,7 @@ export class DnsResolver implements Resolver {
   start(listener: ResolverListener): void {
     if (this.#listener) throw new Error('DnsResolver.start() was called twice');
     this.#listener = listener;
+    this.#options.cache.onQuery = (result) => listener.dnsQuery?.(result);
     void this.#run();
   }
 
