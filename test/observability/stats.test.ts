@@ -1,0 +1,150 @@
+import test from 'ava';
+import * as undici from 'undici';
+import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
+import { sendJson, startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
+import { createBalancer, type Balancer, type EndpointAddress, type ResolverListener } from '../../src/index.ts';
+import { until } from '../helpers/until.ts';
+import { load } from '../helpers/load.ts';
+
+const ORIGIN = `https://${APISERVER_NAME}:6443`;
+
+async function get(balancer: Balancer, path: string): Promise<number> {
+  const res = await undici.request(`${ORIGIN}${path}`, { dispatcher: balancer });
+  await res.body.dump();
+  return res.statusCode;
+}
+
+test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint outcomes, retries, ejections, panic, JSON-safe', async (t) => {
+  // `/fail` answers 500: a GET is retried on each endpoint in turn, and with consecutive5xx: 1 each ejects its endpoint.
+  const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4'], {
+    handler: (req, res) => sendJson(res, req.url === '/fail' ? 500 : 200, {}),
+  });
+  const balancer = createBalancer({
+    target: staticTarget(servers),
+    tls: { ca: certs.ca },
+    probe: false,
+    consecutive5xx: 1,
+    maxEjectionPercent: 100,
+    baseEjectionMs: 30_000,
+  });
+  try {
+    const results = await load(300, 10, () => get(balancer, '/api/v1/pods'));
+    t.true(results.every((r) => r.value === 200));
+    let stats = balancer.stats();
+    t.deepEqual(
+      stats.endpoints.map((e) => [e.key, e.requests, e.responses['2xx'], e.inFlight, e.state]),
+      servers.map((s) => [`${s.host}:${s.port}`, 100, 100, 0, 'ready']),
+    );
+    t.like(stats.totals, { requests: 300, inFlight: 0, failed: 0 });
+    t.deepEqual(stats.picker, { policy: 'round-robin', panic: false });
+    t.true(stats.budget.credit > 0, 'successes earn retry credit');
+
+    t.is(await get(balancer, '/fail'), 500, 'the last attempt’s 500 reaches the caller');
+    stats = balancer.stats();
+    t.deepEqual(JSON.parse(JSON.stringify(stats)), stats, 'plain JSON-safe data');
+    for (const e of stats.endpoints) {
+      t.deepEqual(e.responses, { '1xx': 0, '2xx': 100, '3xx': 0, '4xx': 0, '5xx': 1, error: 0, aborted: 0 });
+      t.like(e, { requests: 101, failures: 1, ejections: 1, state: 'ejected', weightFactor: 1, source: 'static' });
+      t.is(e.lastEjection?.reason, 'failures');
+      t.true(e.lastEjection!.durationMs >= 24_000 && e.lastEjection!.durationMs <= 30_000, 'baseEjectionMs ±20 %, at most maxEjectionMs');
+      t.true(e.lastEjection!.at <= Date.now());
+    }
+    t.like(stats.totals, { requests: 301, inFlight: 0, failed: 0 });
+    t.deepEqual(stats.totals.retries, { connect: 0, tls: 0, refused: 0, reset: 0, unresponsive: 0, timeout: 0, throttled: 0, '5xx': 2 });
+    t.deepEqual(stats.totals.ejections, { connect: 0, tls: 0, failures: 3, throttled: 0, unreachable: 0, probe: 0 });
+    t.deepEqual(stats.budget, { retriesInFlight: 0, refused: 0, credit: stats.budget.credit });
+    t.true(stats.picker.panic, 'every endpoint ejected: panic mode');
+    t.like(stats.resolver, { target: staticTarget(servers), updates: 1, errors: 0, lastError: null, warnings: 0, dnsQueries: {} });
+    t.true(typeof stats.resolver.lastUpdateAt === 'number' && stats.resolver.lastUpdateAt <= Date.now());
+  } finally {
+    await balancer.close();
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('resolver state, dns-error, resolver-error and warning events from a resolver’s listener calls', async (t) => {
+  let listener: ResolverListener | undefined;
+  const endpoints: EndpointAddress[] = [{ address: '127.0.0.9', port: 6443, ttl: 30, source: 'dns+srv' }];
+  const balancer = createBalancer({ target: { start: (l) => ((listener = l), l.endpoints(endpoints)) }, probe: false });
+  const events: string[] = [];
+  balancer.on('resolver-error', (e) => events.push(`resolver-error ${e.message}`));
+  balancer.on('dns-error', (e) => events.push(`dns-error ${e.message}`));
+  balancer.on('warning', (m) => events.push(`warning ${m}`));
+  try {
+    const dnsError = Object.assign(new Error('DNS _https._tcp.example SRV: SERVFAIL'), { code: 'ERR_DNS' });
+    listener!.error(dnsError);
+    listener!.error(new Error('EndpointSlice watch failed'));
+    listener!.warning!('serving the last answer past its TTL');
+    listener!.endpoints([]);
+    for (const result of ['success', 'success', 'NXDOMAIN', 'TIMEOUT']) listener!.dnsQuery!(result);
+    t.deepEqual(events, [
+      `resolver-error ${dnsError.message}`,
+      `dns-error ${dnsError.message}`,
+      'resolver-error EndpointSlice watch failed',
+      'warning serving the last answer past its TTL',
+      'warning resolver reported no endpoints; keeping the previous set',
+    ]);
+    const { resolver, endpoints: listed } = balancer.stats();
+    t.like(resolver, { target: 'custom', updates: 1, errors: 2, warnings: 2, dnsQueries: { success: 2, nxdomain: 1, timeout: 1 } });
+    t.like(resolver.lastError, { message: 'EndpointSlice watch failed' });
+    t.false('code' in resolver.lastError!);
+    t.like(resolver.lastWarning, { message: 'resolver reported no endpoints; keeping the previous set' });
+    t.like(listed[0], { key: '127.0.0.9:6443', ttl: 30, source: 'dns+srv' });
+    // A resolver cannot blow up the metric's label set.
+    for (let i = 0; i < 100; i++) listener!.dnsQuery!(`weird-${i}`);
+    t.true(Object.keys(balancer.stats().resolver.dnsQueries).length <= 33);
+    t.true(balancer.stats().resolver.dnsQueries.other! > 0);
+  } finally {
+    await balancer.close();
+  }
+});
+
+test('a probe refused for lack of credentials (401) is a warning, once', async (t) => {
+  const servers = await startServers(['127.0.0.2', '127.0.0.3']);
+  for (const s of servers) s.readyzStatus = 401;
+  const balancer = createBalancer({ target: staticTarget(servers), origin: ORIGIN, tls: { ca: certs.ca }, probe: { intervalMs: 50 } });
+  const warnings: string[] = [];
+  balancer.on('warning', (m) => warnings.push(m));
+  try {
+    t.true(await until(() => servers.every((s) => s.probes >= 3), 10_000), 'probes ran');
+    t.is(warnings.length, 1);
+    t.regex(warnings[0]!, /answered 401: set probe\.headers/);
+    t.true(balancer.stats().endpoints.every((e) => e.state === 'ready'), 'a 401 counts as alive');
+  } finally {
+    await balancer.close();
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('a dns+srv: target counts its DNS queries by result and reports a failure as dns-error', async (t) => {
+  const SRV = '_https._tcp.kubernetes-headless.default.svc.cluster.local';
+  const dns = await DnsTestServer.start();
+  dns.add(
+    { name: SRV, type: 'SRV', ttl: 60, data: { priority: 0, weight: 1, port: 6443, target: 'a.kubernetes-headless.default.svc.cluster.local' } },
+    { name: 'a.kubernetes-headless.default.svc.cluster.local', type: 'A', ttl: 60, data: '127.0.0.2' },
+  );
+  const good = createBalancer({ target: `dns+srv:///${SRV}.`, dns: { servers: [dns.address] }, probe: false });
+  const refused = await DnsTestServer.start();
+  refused.rule({ action: { rcode: 5 } });
+  const bad = createBalancer({ target: `dns+srv:///${SRV}.`, dns: { servers: [refused.address], attempts: 1 }, probe: false });
+  const dnsErrors: Error[] = [];
+  bad.on('dns-error', (e) => dnsErrors.push(e));
+  try {
+    await good.ready();
+    const stats = good.stats();
+    t.like(stats.resolver, { target: `dns+srv:///${SRV}.`, updates: 1, errors: 0 });
+    t.true((stats.resolver.dnsQueries.success ?? 0) >= 1, JSON.stringify(stats.resolver.dnsQueries));
+    t.like(stats.endpoints[0], { key: '127.0.0.2:6443', source: 'dns+srv' });
+    await t.throwsAsync(bad.ready());
+    t.true(dnsErrors.length >= 1);
+    t.is((dnsErrors[0] as Error & { code?: string }).code, 'ERR_DNS');
+    t.true((bad.stats().resolver.dnsQueries.refused ?? 0) >= 1, JSON.stringify(bad.stats().resolver.dnsQueries));
+    t.like(bad.stats().resolver.lastError, { code: 'ERR_DNS' });
+  } finally {
+    await good.close();
+    await bad.close();
+    await dns.close();
+    await refused.close();
+  }
+});
