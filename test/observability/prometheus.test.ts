@@ -1,4 +1,6 @@
+import assert from 'node:assert';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { Registry } from 'prom-client';
@@ -163,4 +165,13 @@ test('the package: `kube-balancer/prometheus` resolves to the build with types; 
   `;
   const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: import.meta.dirname });
   t.deepEqual(JSON.parse(stdout), { mainLoaded: 0, subpathLoaded: 1, metrics: 12 });
+});
+
+test('the README lists every metric', (t) => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const registry = new Registry();
+  registerMetrics({ stats: () => assert.fail('not scraped') }, registry);
+  const names = registry.getMetricsAsArray().map((m) => (m as unknown as { name: string }).name);
+  t.is(names.length, 12);
+  for (const name of names) t.true(readme.includes(`| \`${name}\` |`), name);
 });
