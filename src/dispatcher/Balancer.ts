@@ -130,10 +130,7 @@ export class Balancer extends undici.Dispatcher {
     this.#resolver.start({
       endpoints: (set) => this.#onEndpoints(set),
       error: (error) => this.#onResolverError(error),
-      warning: (message) => {
-        this.#totals.resolverWarning(message);
-        this.#emit('warning', message);
-      },
+      warning: (message) => this.#resolverWarning(message),
       dnsQuery: (result) => this.#totals.dnsQuery(result),
     });
   }
@@ -289,9 +286,7 @@ export class Balancer extends undici.Dispatcher {
       attemptEnded: (endpoint, longRunning, outcome) => {
         endpoint.inFlight--;
         if (longRunning) endpoint.streams--;
-        endpoint.outcomes[
-          outcome.type === 'response' ? Math.min(5, Math.trunc(outcome.statusCode / 100)) : outcome.type === 'error' ? OUTCOME_ERROR : OUTCOME_ABORTED
-        ]!++;
+        endpoint.outcomes[outcomeIndex(outcome)]!++;
         this.#judge(endpoint, outcome);
       },
       retrying: (from, to, reason, attempt) => {
@@ -397,8 +392,7 @@ export class Balancer extends undici.Dispatcher {
     if (this.#closed) return;
     if (addresses.length === 0 && this.#set.size > 0) {
       // Resolvers must keep the last good set; an empty update is refused rather than obeyed.
-      this.#totals.resolverWarning('resolver reported no endpoints; keeping the previous set');
-      this.#emit('warning', 'resolver reported no endpoints; keeping the previous set');
+      this.#resolverWarning('resolver reported no endpoints; keeping the previous set');
       return;
     }
     this.#totals.resolverUpdate();
@@ -417,6 +411,11 @@ export class Balancer extends undici.Dispatcher {
     const waiting = this.#waiting;
     this.#waiting = [];
     for (const run of waiting) run();
+  }
+
+  #resolverWarning(message: string): void {
+    this.#totals.resolverWarning(message);
+    this.#emit('warning', message);
   }
 
   #onResolverError(error: Error): void {
@@ -481,6 +480,12 @@ const PICK_LONG_RUNNING = { longRunning: true } as const;
 function withoutDispatcher(opts: DispatchOptions): DispatchOptions {
   const { dispatcher: _ignored, ...rest } = opts as DispatchOptions & { dispatcher?: unknown };
   return rest;
+}
+
+/** Where an attempt's outcome is counted in `Endpoint.outcomes`. */
+function outcomeIndex(outcome: AttemptOutcome): number {
+  if (outcome.type === 'response') return Math.min(5, Math.trunc(outcome.statusCode / 100));
+  return outcome.type === 'error' ? OUTCOME_ERROR : OUTCOME_ABORTED;
 }
 
 /** Wraps a v1 handler (Node's built-in fetch, undici 7) for the v2 core of undici 8. */
