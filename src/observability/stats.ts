@@ -64,10 +64,12 @@ export class Totals {
   failed = 0;
   readonly retries = zeroes(retryReasons);
   readonly ejections = zeroes(ejectReasons);
-  readonly resolver: BalancerStats['resolver'];
+  readonly resolver: Omit<BalancerStats['resolver'], 'dnsQueries'>;
+  /** A Map, not an object: a resolver's result strings are not trusted to be harmless keys (`__proto__`). */
+  readonly #dnsQueries = new Map<string, number>();
 
   constructor(target: string) {
-    this.resolver = { target, updates: 0, lastUpdateAt: null, errors: 0, lastError: null, warnings: 0, lastWarning: null, dnsQueries: {} };
+    this.resolver = { target, updates: 0, lastUpdateAt: null, errors: 0, lastError: null, warnings: 0, lastWarning: null };
   }
 
   resolverUpdate(): void {
@@ -87,10 +89,10 @@ export class Totals {
   }
 
   dnsQuery(result: string): void {
-    const queries = this.resolver.dnsQueries;
+    const queries = this.#dnsQueries;
     let key = String(result).toLowerCase();
-    if (!(key in queries) && Object.keys(queries).length >= MAX_DNS_RESULTS) key = 'other';
-    queries[key] = (queries[key] ?? 0) + 1;
+    if (!queries.has(key) && queries.size >= MAX_DNS_RESULTS) key = 'other';
+    queries.set(key, (queries.get(key) ?? 0) + 1);
   }
 
   snapshot(): { totals: Omit<BalancerStats['totals'], 'inFlight'>; resolver: BalancerStats['resolver'] } {
@@ -101,7 +103,7 @@ export class Totals {
         ...r,
         lastError: r.lastError && { ...r.lastError },
         lastWarning: r.lastWarning && { ...r.lastWarning },
-        dnsQueries: { ...r.dnsQueries },
+        dnsQueries: Object.fromEntries(this.#dnsQueries),
       },
     };
   }
