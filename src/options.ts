@@ -6,6 +6,7 @@ import type { Policy } from './balancer/Picker.ts';
 import { dnsCacheDefaults } from './dns/DnsCache.ts';
 import type { DnsClientOverrides } from './dns/DnsClient.ts';
 import { parseNameServer } from './dns/ResolvConf.ts';
+import { TlsState } from './dispatcher/TlsState.ts';
 import { invalidOption } from './errors.ts';
 import { isLogger, type Logger } from './observability/logger.ts';
 import { createResolver, type ResolverContext, type Target } from './resolver/parseTarget.ts';
@@ -15,6 +16,30 @@ import type { Resolver } from './resolver/Resolver.ts';
 export type UndiciModule = Pick<typeof Undici, 'Pool' | 'Agent' | 'Dispatcher1Wrapper'>;
 
 export type Pem = string | Buffer;
+
+/**
+ * Request headers, or a function that returns the current ones (sync or async), asked for before
+ * every request so credentials that rotate (exec plugins, service-account token files) stay valid.
+ */
+export type HeadersSource = Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
+
+/**
+ * The apiserver a client was configured with (a kubeconfig's `server`): `kubernetes:` targets list
+ * and watch EndpointSlices through it, and it stays in the endpoint set as the last resort.
+ */
+export interface BootstrapOptions {
+  /** `https://host:port` (a path prefix is kept for API requests), e.g. `https://10.96.0.1:443`. Required. */
+  server: string | URL;
+  /** Credentials for the EndpointSlice requests, e.g. `{ authorization: 'Bearer …' }`. Default none. */
+  headers?: HeadersSource;
+  /**
+   * Keep the server's own address (its host name resolved by the system resolver, as a direct
+   * connection would) in the endpoint set, one priority below everything the target lists: it takes
+   * traffic only when the discovered apiservers are mostly down or unreachable (e.g. private
+   * addresses seen from outside the cluster), or before discovery has answered. Default true.
+   */
+  lastResort?: boolean;
+}
 
 export interface TlsOptions {
   /** CA certificates (PEM) that sign the apiservers' certificates. Default: Node's root store. */
@@ -74,10 +99,13 @@ export interface BalancerOptions {
   /**
    * Where the apiservers are: a URI (`static:///10.0.0.1:6443,10.0.0.2:6443`,
    * `dns+srv:///_https._tcp.kubernetes-headless.default.svc.cluster.local.`,
-   * `dns:///apiservers.example.com:6443`), a resolver object, or an array of
-   * `{ address, port, weight?, priority? }`. Required.
+   * `dns:///apiservers.example.com:6443`, `kubernetes:///default/kubernetes`), a resolver object, an
+   * array of `{ address, port, weight?, priority? }`, or an array of URIs and resolvers tried in order
+   * (the first that lists endpoints is used). Required.
    */
   target: Target;
+  /** Required by `kubernetes:` targets; see `BootstrapOptions`. Default none. */
+  bootstrap?: BootstrapOptions;
   /**
    * Only requests to this origin (e.g. `https://kubernetes.default.svc:443`) are balanced; requests
    * to any other origin go unchanged through a plain undici `Agent`. Default: every request is balanced.
@@ -162,6 +190,14 @@ export interface BalancerOptions {
    * the balancer as events either way.
    */
   logger?: Logger;
+  /**
+   * When an endpoint joins or comes back, open watches move to it gradually: at most `maxPerSecond`
+   * times a second the oldest watch on the most loaded endpoint (open streams per unit of weight) is
+   * ended for the caller at an event boundary, exactly as an apiserver ends a watch at its timeout,
+   * and the caller's informer re-watches from its last resourceVersion, where the fewest streams
+   * are. Only while moving one would even the load out. `false` turns it off. Default `{ maxPerSecond: 1 }`.
+   */
+  rebalanceWatches?: { maxPerSecond?: number } | false;
 }
 
 export interface ProbeOptions {
@@ -171,8 +207,11 @@ export interface ProbeOptions {
   intervalMs?: number;
   /** Milliseconds a probe may take. Default 1000. */
   timeoutMs?: number;
-  /** Extra headers, e.g. `authorization` where anonymous access to /readyz is disabled. Default none. */
-  headers?: Record<string, string>;
+  /**
+   * Extra headers, e.g. `authorization` where anonymous access to /readyz is disabled, or a function
+   * returning them for every probe. Default none.
+   */
+  headers?: HeadersSource;
 }
 
 export const defaultOptions = {
@@ -192,13 +231,15 @@ export const defaultOptions = {
   slowStartMs: 10_000,
   panicThreshold: 0.5,
   dns: dnsCacheDefaults,
+  rebalanceWatches: { maxPerSecond: 1 },
 } as const;
 
 /** Options after validation, with defaults applied. */
 export interface ResolvedOptions {
   resolver: Resolver;
   origin: URL | undefined;
-  tls: Required<Pick<TlsOptions, 'rejectUnauthorized'>> & Omit<TlsOptions, 'rejectUnauthorized'>;
+  /** Replaced when credentials rotate (see `TlsState`). */
+  tls: TlsState;
   undici: UndiciModule | undefined;
   connectTimeout: number;
   keepAliveTimeout: number;
@@ -218,7 +259,11 @@ export interface ResolvedOptions {
   slowStartMs: number;
   panicThreshold: number;
   logger: Logger | undefined;
+  rebalanceWatches: { maxPerSecond: number } | false;
 }
+
+/** TLS options after validation. */
+export type ResolvedTls = Required<Pick<TlsOptions, 'rejectUnauthorized'>> & Omit<TlsOptions, 'rejectUnauthorized'>;
 
 /** Validates everything up front so a bad option fails at construction, naming the field. */
 export function resolveOptions(options: BalancerOptions): ResolvedOptions {
@@ -226,12 +271,15 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
   if (options.target === undefined) throw invalidOption('target', undefined, 'is required');
   const clock = validateClock(options.clock);
   const dns = validateDns(options.dns);
-  const resolver = createResolver(options.target, { clock, dns });
+  const tls = new TlsState(validateTls(options.tls ?? {}));
+  const undici = validateUndici(options.undici);
+  const bootstrap = validateBootstrap(options.bootstrap);
+  const resolver = createResolver(options.target, { clock, dns, tls: () => tls.current, bootstrap });
   return {
     resolver,
     origin: options.origin === undefined ? undefined : parseOrigin(options.origin),
-    tls: validateTls(options.tls ?? {}),
-    undici: validateUndici(options.undici),
+    tls,
+    undici,
     connectTimeout: positiveMs('connectTimeout', options.connectTimeout ?? defaultOptions.connectTimeout),
     keepAliveTimeout: positiveMs('keepAliveTimeout', options.keepAliveTimeout ?? defaultOptions.keepAliveTimeout),
     pingInterval: integerIn('pingInterval', options.pingInterval ?? defaultOptions.pingInterval, 0, 3_600_000),
@@ -250,7 +298,52 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     slowStartMs: nonNegativeMs('slowStartMs', options.slowStartMs ?? defaultOptions.slowStartMs),
     panicThreshold: fraction('panicThreshold', options.panicThreshold ?? defaultOptions.panicThreshold),
     logger: validateLogger(options.logger),
+    rebalanceWatches: validateRebalance(options.rebalanceWatches),
   };
+}
+
+function validateRebalance(rebalance: BalancerOptions['rebalanceWatches']): ResolvedOptions['rebalanceWatches'] {
+  if (rebalance === false) return false;
+  if (rebalance === undefined) return { ...defaultOptions.rebalanceWatches };
+  if (typeof rebalance !== 'object' || rebalance === null) throw invalidOption('rebalanceWatches', rebalance, 'must be { maxPerSecond } or false');
+  const rate = rebalance.maxPerSecond ?? defaultOptions.rebalanceWatches.maxPerSecond;
+  if (typeof rate !== 'number' || !(rate > 0 && rate <= 1000)) throw invalidOption('rebalanceWatches.maxPerSecond', rate, 'must be a number above 0, at most 1000');
+  return { maxPerSecond: rate };
+}
+
+/** Validated `bootstrap` option. */
+export interface ResolvedBootstrap {
+  server: URL;
+  headers: HeadersSource;
+  lastResort: boolean;
+}
+
+function validateBootstrap(bootstrap: BootstrapOptions | undefined): ResolvedBootstrap | undefined {
+  if (bootstrap === undefined) return undefined;
+  if (typeof bootstrap !== 'object' || bootstrap === null) throw invalidOption('bootstrap', bootstrap, 'must be an object { server, headers?, lastResort? }');
+  let server: URL;
+  try {
+    server = new URL(bootstrap.server);
+  } catch {
+    throw invalidOption('bootstrap.server', bootstrap.server, 'must be an absolute URL like https://10.96.0.1:443');
+  }
+  if (server.protocol !== 'https:' && server.protocol !== 'http:') throw invalidOption('bootstrap.server', String(bootstrap.server), 'must use https: or http:');
+  if (server.search || server.hash || server.username || server.password) {
+    throw invalidOption('bootstrap.server', String(bootstrap.server), 'must be scheme, host, port and an optional path, without query or credentials');
+  }
+  const headers = bootstrap.headers ?? {};
+  validateHeaders('bootstrap.headers', headers);
+  if (bootstrap.lastResort !== undefined && typeof bootstrap.lastResort !== 'boolean') {
+    throw invalidOption('bootstrap.lastResort', bootstrap.lastResort, 'must be a boolean');
+  }
+  return { server, headers, lastResort: bootstrap.lastResort !== false };
+}
+
+function validateHeaders(field: string, headers: unknown): void {
+  if (typeof headers === 'function') return;
+  if (typeof headers !== 'object' || headers === null || Object.values(headers).some((v) => typeof v !== 'string')) {
+    throw invalidOption(field, headers, 'must be an object of string header values, or a function returning one');
+  }
 }
 
 const policies: readonly Policy[] = ['round-robin', 'least-request'];
@@ -316,7 +409,7 @@ function parseOrigin(origin: string | URL): URL {
   return new URL(url.origin);
 }
 
-function validateTls(tls: TlsOptions): ResolvedOptions['tls'] {
+export function validateTls(tls: TlsOptions): ResolvedTls {
   if (typeof tls !== 'object' || tls === null) throw invalidOption('tls', tls, 'must be an object');
   if (tls.ca !== undefined) {
     const list: readonly unknown[] = Array.isArray(tls.ca) ? tls.ca : [tls.ca];
@@ -387,14 +480,12 @@ function validateProbe(probe: BalancerOptions['probe']): ResolvedOptions['probe'
   const path = probe.path ?? defaultOptions.probe.path;
   if (typeof path !== 'string' || !path.startsWith('/')) throw invalidOption('probe.path', path, 'must be a path starting with "/"');
   const headers = probe.headers ?? {};
-  if (typeof headers !== 'object' || headers === null || Object.values(headers).some((v) => typeof v !== 'string')) {
-    throw invalidOption('probe.headers', headers, 'must be an object of string header values');
-  }
+  validateHeaders('probe.headers', headers);
   return {
     path,
     intervalMs: positiveMs('probe.intervalMs', probe.intervalMs ?? defaultOptions.probe.intervalMs),
     timeoutMs: positiveMs('probe.timeoutMs', probe.timeoutMs ?? defaultOptions.probe.timeoutMs),
-    headers: { ...headers },
+    headers: typeof headers === 'function' ? headers : { ...headers },
   };
 }
 

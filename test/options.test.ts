@@ -21,7 +21,7 @@ const invalidTargets: Array<[unknown, RegExp]> = [
   ['static:///127.0.0.1:6443?weight=-1', /weight=-1/],
   ['static:///127.0.0.1:6443?zone=a', /unknown parameter "zone"/],
   ['static://host/127.0.0.1:6443', /no authority/],
-  ['gopher:///x', /unknown scheme "gopher:" \(known: static:, dns:, dns\+srv:\)/],
+  ['gopher:///x', /unknown scheme "gopher:" \(known: static:, dns:, dns\+srv:, kubernetes:\)/],
   ['dns:///apiservers.example.com', /needs a port/],
   ['dns:///apiservers.example.com:0', /port 0 is not in 1–65535/],
   ['dns:///10.0.0.1:6443', /is an IP address, not a name: use static:\/\/\/10.0.0.1:6443/],

@@ -42,6 +42,7 @@ export class EndpointSet {
   readonly #options: PickerOptions;
   readonly #endpoints = new Map<string, Endpoint>();
   #picker: Picker = none;
+  #candidates: Candidates | undefined;
   /** The last schedule, carried into the next so that a rebuild continues the order. */
   #schedule: Schedule | undefined;
   #known = false;
@@ -74,6 +75,18 @@ export class EndpointSet {
 
   pick(request: PickRequest): Endpoint | undefined {
     return this.#picker.pick(request);
+  }
+
+  /**
+   * The steady share of every endpoint that takes traffic now (weight × health factor, scaled by its
+   * priority level's load); endpoints that take none (ejected, draining, idle priority levels,
+   * weight-0 backups) are absent. For decisions outside the hot path, such as moving watches.
+   */
+  shares(): Map<Endpoint, number> {
+    const shares = new Map<Endpoint, number>();
+    const candidates = this.#candidates;
+    candidates?.endpoints.forEach((endpoint, i) => shares.set(endpoint, candidates.weights[i]!));
+    return shares;
   }
 
   update(addresses: readonly EndpointAddress[]): EndpointSetChange {
@@ -113,6 +126,7 @@ export class EndpointSet {
   rebuild(): void {
     const candidates = Candidates.select(this.#endpoints.values(), this.#options, this.#clock);
     this.#panic = candidates.panic;
+    this.#candidates = candidates;
     if (candidates.endpoints.length === 0) {
       this.#picker = none;
       return;

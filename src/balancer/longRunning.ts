@@ -17,3 +17,12 @@ export function isLongRunning(path: string, upgrade: unknown, query?: Record<str
 function isTrue(value: unknown): boolean {
   return value === true || value === 'true' || value === '1' || value === 1;
 }
+
+/** Of the long-running requests, the watches: `watch=true` or a `/watch/` path (a GET). */
+export function isWatch(method: string, path: string, query?: Record<string, unknown> | null): boolean {
+  if (method !== 'GET' && method !== 'get') return false;
+  if (query && isTrue(query.watch)) return true;
+  const q = path.indexOf('?');
+  if ((q === -1 ? path : path.slice(0, q)).includes('/watch/')) return true;
+  return q !== -1 && path.includes('watch', q) && isTrue(new URLSearchParams(path.slice(q + 1)).get('watch'));
+}

@@ -9,6 +9,7 @@ import { bufferBody, isReplayable } from './body.ts';
 import { ProxyController } from './ProxyController.ts';
 import type { RetryBudget } from './RetryBudget.ts';
 import type { Route } from './tls.ts';
+import type { MovableWatch } from './WatchRebalancer.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;
 type Handler = Dispatcher.DispatchHandler;
@@ -40,6 +41,9 @@ export interface RequestHost {
   attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void;
   retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number): void;
   noEndpoints(): BalancerError;
+  /** A watch's response reached the caller; until `watchClosed` it may be moved (watch rebalancing). */
+  watchOpened?(endpoint: Endpoint, watch: MovableWatch): void;
+  watchClosed?(endpoint: Endpoint, watch: MovableWatch): void;
 }
 
 interface Reservation {
@@ -58,12 +62,20 @@ const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
  *   rejected the request before running it) — except the Eviction API, whose 429 is an answer;
  * - reset after the request was written, 5xx, request timeout: GET and HEAD only.
  * A response that reached the caller is never retried, so a watch is never resumed mid-stream.
+ *
+ * A watch's event stream is passed on whole lines at a time, so that it can always end at an event
+ * boundary: when its connection breaks (an apiserver crashed) or when it is moved to another
+ * endpoint, the caller sees the watch end the way an apiserver ends one at its timeout, and its
+ * informer re-watches from the last resourceVersion it saw. client-node's informer stops for good
+ * on any error but 410 and timeouts; a clean end is the one outcome every client resumes from.
  */
-export class BalancedRequest {
+export class BalancedRequest implements MovableWatch {
   readonly host: RequestHost;
   readonly downstream: Handler;
   readonly proxy: ProxyController;
   readonly longRunning: boolean;
+  /** A watch (`watch=true` or a `/watch/` path): its stream can end cleanly at an event boundary. */
+  readonly watch: boolean;
   readonly eviction: boolean;
   readonly #opts: DispatchOptions;
   readonly #route: Route;
@@ -76,16 +88,21 @@ export class BalancedRequest {
   #next: Reservation | undefined;
   #started = false;
   #committed = false;
+  /** The attempt whose watch response is being passed on, once there is one. */
+  #watching: Attempt | undefined;
+  /** The part of the stream after its last newline, not yet passed on. */
+  #tail: Buffer | undefined;
   finished = false;
 
   /**
    * `opts` are this request's own copy, already addressed (Host header, servername, timeouts): every
    * attempt sends them as they are, since an undici Pool dials its own origin whatever `opts.origin` says.
    */
-  constructor(host: RequestHost, route: Route, opts: DispatchOptions, downstream: Handler, longRunning: boolean) {
+  constructor(host: RequestHost, route: Route, opts: DispatchOptions, downstream: Handler, longRunning: boolean, watch = false) {
     this.host = host;
     this.downstream = downstream;
     this.longRunning = longRunning;
+    this.watch = watch;
     this.#route = route;
     const method = opts.method;
     this.#idempotent = method === 'GET' || method === 'HEAD' || method === 'get' || method === 'head';
@@ -200,8 +217,55 @@ export class BalancedRequest {
     this.#retryReserved(attempt);
   }
 
+  /** A committed 2xx response of a watch: from now on it ends at event boundaries only. */
+  watchStarted(attempt: Attempt): void {
+    this.#watching = attempt;
+    this.host.watchOpened?.(attempt.endpoint, this);
+  }
+
+  attemptSettled(attempt: Attempt): void {
+    if (this.#watching === attempt) this.host.watchClosed?.(attempt.endpoint, this);
+  }
+
+  /** Passes response data on; a watch's only up to its last complete line. */
+  forward(chunk: Buffer): void {
+    if (this.#watching === undefined) {
+      this.downstream.onResponseData?.(this.proxy, chunk);
+      return;
+    }
+    const data = this.#tail ? Buffer.concat([this.#tail, chunk]) : chunk;
+    const cut = data.lastIndexOf(10);
+    if (cut === data.length - 1) {
+      this.#tail = undefined;
+      this.downstream.onResponseData?.(this.proxy, data);
+    } else if (cut < 0) {
+      this.#tail = data === chunk ? Buffer.from(chunk) : data;
+    } else {
+      this.#tail = Buffer.from(data.subarray(cut + 1));
+      this.downstream.onResponseData?.(this.proxy, data.subarray(0, cut + 1));
+    }
+  }
+
+  /** Ends the watch for the caller now, at the last event boundary, and drops its connection stream. */
+  move(): void {
+    const attempt = this.#watching;
+    if (!attempt || this.finished) return;
+    attempt.moved();
+    this.#endAtBoundary();
+    this.proxy.detach();
+    attempt.abort(new Error('kube-balancer moved this watch to another endpoint'));
+  }
+
+  #endAtBoundary(): void {
+    this.#tail = undefined;
+    this.#finish();
+    this.downstream.onResponseEnd?.(this.proxy, {});
+  }
+
   attemptFailed(attempt: Attempt, error: Error, kind: FailureKind): void {
     if (this.finished) return;
+    // The connection under a watch broke: end it like a server would, so the caller re-watches.
+    if (this.#watching === attempt && kind !== 'aborted' && !this.proxy.aborted) return this.#endAtBoundary();
     if (this.#committed || kind === 'aborted' || kind === 'other' || this.proxy.aborted) return this.#fail(error, false);
     this.#causes.push({ endpoint: attempt.endpoint.key, error });
     if (this.#reserveRetry(attempt, kind)) return this.#retryReserved(attempt);
@@ -209,8 +273,18 @@ export class BalancedRequest {
     this.#fail(error, eligible);
   }
 
-  completed(): void {
+  /** An upgraded socket closed: the caller had it all along. */
+  upgradeClosed(): void {
     this.#finish();
+  }
+
+  completed(trailers: Headers): void {
+    // An apiserver ends a watch between events; whatever it sent is passed on unchanged.
+    const tail = this.#tail;
+    this.#tail = undefined;
+    this.#finish();
+    if (tail) this.downstream.onResponseData?.(this.proxy, tail);
+    this.downstream.onResponseEnd?.(this.proxy, trailers);
   }
 
   /**
@@ -246,6 +320,8 @@ class Attempt implements Handler {
   readonly #request: BalancedRequest;
   /** Retry attempts hold a unit of the retry budget until they end. */
   readonly #holdsBudget: boolean;
+  #controller: Controller | undefined;
+  #moved = false;
   started = false;
   #heldBack = false;
   #statusCode = 0;
@@ -260,7 +336,18 @@ class Attempt implements Handler {
   }
 
   onRequestStart(controller: Controller, context: unknown): void {
+    this.#controller = controller;
     this.#request.attemptStarted(this, controller, context);
+  }
+
+  /** The watch is being moved: it ends without a verdict on the endpoint's health. */
+  moved(): void {
+    this.#moved = true;
+    this.#settle({ type: 'aborted' });
+  }
+
+  abort(reason: Error): void {
+    this.#controller?.abort(reason);
   }
 
   onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
@@ -270,7 +357,7 @@ class Attempt implements Handler {
     // An upgraded socket (exec, attach, port-forward) is a stream until it closes.
     socket.once('close', () => {
       this.#settle({ type: 'response', statusCode, headers, body: '', eviction: false });
-      request.completed();
+      request.upgradeClosed();
     });
     request.downstream.onRequestUpgrade?.(request.proxy, statusCode, headers, socket);
   }
@@ -285,6 +372,7 @@ class Attempt implements Handler {
         this.#heldBack = true;
         return;
       }
+      if (request.watch && statusCode < 300) request.watchStarted(this);
     }
     request.downstream.onResponseStart?.(request.proxy, statusCode, headers, statusMessage);
   }
@@ -295,7 +383,7 @@ class Attempt implements Handler {
       if (this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
       return;
     }
-    if (!this.#request.finished) this.#request.downstream.onResponseData?.(this.#request.proxy, chunk);
+    if (!this.#request.finished) this.#request.forward(chunk);
   }
 
   onResponseEnd(_controller: Controller, trailers: Headers): void {
@@ -303,11 +391,11 @@ class Attempt implements Handler {
     this.#settle(this.#responseOutcome());
     if (this.#heldBack) return request.heldBackDone(this);
     if (request.finished) return;
-    request.completed();
-    request.downstream.onResponseEnd?.(request.proxy, trailers);
+    request.completed(trailers);
   }
 
   onResponseError(_controller: Controller | null, error: Error): void {
+    if (this.#moved) return;
     if (this.#heldBack) {
       // The held-back response broke while being read; it was rejected anyway.
       this.#settle(this.#responseOutcome());
@@ -339,6 +427,7 @@ class Attempt implements Handler {
     this.#settled = true;
     if (this.#holdsBudget) this.#request.host.budget.release();
     this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome);
+    this.#request.attemptSettled(this);
   }
 }
 

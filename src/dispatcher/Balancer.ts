@@ -3,9 +3,9 @@ import * as undici from 'undici';
 import type { Agent } from 'undici';
 import { OUTCOME_ABORTED, OUTCOME_ERROR, type Endpoint, type EndpointInfo } from '../balancer/Endpoint.ts';
 import { EndpointSet } from '../balancer/EndpointSet.ts';
-import { isLongRunning } from '../balancer/longRunning.ts';
+import { isLongRunning, isWatch } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
-import { resolveOptions, type BalancerOptions, type ResolvedOptions, type UndiciModule } from '../options.ts';
+import { resolveOptions, validateTls, type BalancerOptions, type ResolvedOptions, type ResolvedTls, type TlsOptions, type UndiciModule } from '../options.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
 import { classifyError } from '../health/classifyError.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
@@ -19,7 +19,8 @@ import { BalancedRequest, type AttemptOutcome, type RequestHost, type RetryReaso
 import { EndpointPools } from './EndpointPools.ts';
 import { RetryBudget } from './RetryBudget.ts';
 import { withHost } from './headers.ts';
-import { verificationFor, type Route } from './tls.ts';
+import { verificationFor, type Route, type Verification } from './tls.ts';
+import { WatchRebalancer } from './WatchRebalancer.ts';
 
 /** undici reads `allowH2` and `servername` per request, though its types do not list them. */
 type DispatchOptions = undici.Dispatcher.DispatchOptions & { allowH2?: boolean; servername?: string };
@@ -37,6 +38,8 @@ export interface BalancerEvents {
   drain: [endpoint: EndpointInfo, reason: 'probe' | 'shutdown'];
   /** A request is tried again on another endpoint. */
   retry: [event: { from: EndpointInfo; to: EndpointInfo; reason: RetryReason; attempt: number }];
+  /** An open watch was ended (at an event boundary) so that its client re-watches where `to` has fewer. */
+  rebalance: [event: { from: EndpointInfo; to: EndpointInfo }];
   /** Resolution failed, whatever the resolver (DNS, EndpointSlice, custom); the previous endpoints stay in use. */
   'resolver-error': [error: Error];
   /** A DNS resolution failed (`dns:`, `dns+srv:` targets; code `ERR_DNS`); also emitted as `resolver-error`. */
@@ -67,6 +70,7 @@ export class Balancer extends undici.Dispatcher {
   readonly #budget: RetryBudget;
   readonly #totals: Totals;
   readonly #host: RequestHost;
+  readonly #rebalancer: WatchRebalancer | undefined;
   /** The origin probes are sent for: `options.origin`, else the last balanced request's. */
   #probeOrigin: URL | undefined;
   #warnedProbeAuth = false;
@@ -108,7 +112,10 @@ export class Balancer extends undici.Dispatcher {
           this.#emit('eject', endpoint.info(), reason, ms);
         },
         drain: (endpoint, reason) => this.#emit('drain', endpoint.info(), reason),
-        restore: (endpoint, via) => this.#emit('restore', endpoint.info(), via),
+        restore: (endpoint, via) => {
+          this.#emit('restore', endpoint.info(), via);
+          this.#rebalancer?.nudge();
+        },
       },
       () => this.#set.list(),
     );
@@ -125,8 +132,15 @@ export class Balancer extends undici.Dispatcher {
         },
       );
     }
+    const rebalance = this.#options.rebalanceWatches;
+    if (rebalance) {
+      this.#rebalancer = new WatchRebalancer(this.#set, clock, rebalance.maxPerSecond, (from, to) =>
+        this.#emit('rebalance', { from: from.info(), to: to.info() }),
+      );
+    }
     this.#host = this.#requestHost();
     if (this.#options.logger) attachLogger(this, this.#options.logger);
+    internals.set(this, this.#internals());
     this.#resolver.start({
       endpoints: (set) => this.#onEndpoints(set),
       error: (error) => this.#onResolverError(error),
@@ -207,6 +221,7 @@ export class Balancer extends undici.Dispatcher {
   async #shutdown(pools: () => Promise<void>, passthrough: () => Promise<void> | undefined): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
+      this.#rebalancer?.close();
       this.#prober?.close();
       this.#health.close();
       this.#lag.close();
@@ -235,6 +250,7 @@ export class Balancer extends undici.Dispatcher {
     this.#probeOrigin ??= origin;
     const route = this.#routeFor(origin, legacy);
     const longRunning = isLongRunning(opts.path, opts.upgrade, opts.query);
+    const watch = longRunning && isWatch(opts.method, opts.path, opts.query);
     // The request's one copy of its options, addressed once for every attempt.
     const own: DispatchOptions = { ...opts, headers: withHost(opts.headers, route.host) };
     if (route.verification.sni) own.servername = route.verification.sni;
@@ -243,14 +259,14 @@ export class Balancer extends undici.Dispatcher {
     // Watches are quiet for minutes; other requests get a deadline for their response headers.
     if (longRunning) own.bodyTimeout ??= 0;
     else own.headersTimeout ??= this.#options.requestTimeout;
-    new BalancedRequest(this.#host, route, own, handler, longRunning).start();
+    new BalancedRequest(this.#host, route, own, handler, longRunning, watch).start();
   }
 
   #routeFor(origin: URL, legacy: boolean): Route {
     const routes = legacy ? this.#legacyRoutes : this.#routes;
     let route = routes.get(origin.origin);
     if (!route) {
-      route = { protocol: origin.protocol, host: origin.host, verification: verificationFor(origin, this.#options.tls), http1Only: legacy };
+      route = { protocol: origin.protocol, host: origin.host, verification: verificationFor(origin, this.#options.tls.current), http1Only: legacy };
       if (routes.size >= 256) routes.clear();
       routes.set(origin.origin, route);
     }
@@ -294,6 +310,33 @@ export class Balancer extends undici.Dispatcher {
         if (this.listenerCount('retry') > 0) this.#emit('retry', { from: from.info(), to: to.info(), reason, attempt });
       },
       noEndpoints: () => this.#noEndpoints(),
+      ...(this.#rebalancer
+        ? {
+            watchOpened: (endpoint, watch) => this.#rebalancer?.opened(endpoint, watch),
+            watchClosed: (endpoint, watch) => this.#rebalancer?.closed(endpoint, watch),
+          }
+        : {}),
+    };
+  }
+
+  /** What the Kubernetes glue and the https.Agent adapter reach (see `balancerInternals`). */
+  #internals(): BalancerInternals {
+    return {
+      host: this.#host,
+      connectTimeout: this.#options.connectTimeout,
+      undici: this.#undici,
+      origin: this.#options.origin,
+      balances: (origin) => this.#isBalanced(origin),
+      tlsFor: (origin) => ({ verification: this.#routeFor(origin, false).verification, tls: this.#options.tls.current }),
+      replaceTls: (tls) => {
+        const changed = this.#options.tls.replace(validateTls(tls));
+        // The verification name may have changed with the settings; pools notice the new generation.
+        if (changed) {
+          this.#routes.clear();
+          this.#legacyRoutes.clear();
+        }
+        return changed;
+      },
     };
   }
 
@@ -341,10 +384,12 @@ export class Balancer extends undici.Dispatcher {
     const pool = this.#pools.get(endpoint, route);
     const clock = this.#options.clock;
     try {
+      const headers = typeof settings.headers === 'function' ? await settings.headers() : settings.headers;
+      if (endpoint.removed || this.#closed) return undefined;
       const res = await pool.request({
         path: settings.path,
         method: 'GET',
-        headers: { ...settings.headers, host: origin.host },
+        headers: { ...headers, host: origin.host },
         headersTimeout: settings.timeoutMs,
         bodyTimeout: settings.timeoutMs,
         ...(verification.sni ? { servername: verification.sni } : {}),
@@ -403,6 +448,7 @@ export class Balancer extends undici.Dispatcher {
       void this.#pools.retire(endpoint);
     }
     for (const endpoint of added) this.#prober?.add(endpoint);
+    if (added.length > 0) this.#rebalancer?.nudge();
     this.#emit('endpoints', this.endpoints());
     if (addresses.length > 0) {
       for (const waiter of this.#readyWaiters) waiter.resolve();
@@ -455,6 +501,35 @@ export interface Balancer {
   on<E extends keyof BalancerEvents>(event: E, listener: (...args: BalancerEvents[E]) => void): this;
   once<E extends keyof BalancerEvents>(event: E, listener: (...args: BalancerEvents[E]) => void): this;
   off<E extends keyof BalancerEvents>(event: E, listener: (...args: BalancerEvents[E]) => void): this;
+}
+
+/**
+ * What the rest of the package (never its users) reaches inside a balancer: the request host for the
+ * https.Agent adapter, and swapping TLS credentials when a kubeconfig's rotate.
+ */
+export interface BalancerInternals {
+  readonly host: RequestHost;
+  readonly connectTimeout: number;
+  readonly undici: UndiciModule;
+  /** `options.origin`, if set. */
+  readonly origin: URL | undefined;
+  /** Whether requests to `origin` are balanced (else they pass through). */
+  balances(origin: URL): boolean;
+  /** The name to verify and the TLS settings in force, for connections made for `origin`. */
+  tlsFor(origin: URL): { verification: Verification; tls: ResolvedTls };
+  /**
+   * Switches to new TLS settings, validated like `options.tls`: new connections use them, those
+   * already open finish what runs on them and close. Returns false when nothing changed.
+   */
+  replaceTls(tls: TlsOptions): boolean;
+}
+
+const internals = new WeakMap<Balancer, BalancerInternals>();
+
+export function balancerInternals(balancer: Balancer): BalancerInternals {
+  const found = internals.get(balancer);
+  if (!found) throw new TypeError('not a kube-balancer Balancer');
+  return found;
 }
 
 /** Builds a balancer; every option is validated here and a bad one throws `BalancerError`. */

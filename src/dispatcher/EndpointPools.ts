@@ -7,13 +7,19 @@ import { tlsConnectOptions, type Route } from './tls.ts';
 /**
  * One undici `Pool` per endpoint (HTTP/2 when offered, so usually one multiplexed connection), plus
  * an HTTP/1.1-only pool for legacy handlers, which undici 8 never puts on HTTP/2. A pool also
- * depends on the verification name: undici drops a connection whose servername changes.
+ * depends on the verification name (undici drops a connection whose servername changes) and on the
+ * TLS credentials: when they are replaced, new requests get new pools and the old ones close once
+ * what runs on them (watches included) has finished.
  */
 export class EndpointPools {
   readonly #undici: UndiciModule;
   readonly #options: ResolvedOptions;
   readonly #forward: (event: string, origin: URL, targets: readonly Dispatcher[], error?: Error) => void;
   readonly #pools = new Map<Endpoint, Map<Route, Pool>>();
+  /** The TLS generation the pools in `#pools` were made for. */
+  #generation: number;
+  /** Pools of earlier TLS generations, closing, with the promise of their close. */
+  readonly #stale = new Map<Pool, Promise<void>>();
 
   constructor(
     undici: UndiciModule,
@@ -23,9 +29,11 @@ export class EndpointPools {
     this.#undici = undici;
     this.#options = options;
     this.#forward = forward;
+    this.#generation = options.tls.generation;
   }
 
   get(endpoint: Endpoint, route: Route): Pool {
+    if (this.#options.tls.generation !== this.#generation) this.#retireStale();
     let byRoute = this.#pools.get(endpoint);
     if (!byRoute) {
       byRoute = new Map();
@@ -56,17 +64,32 @@ export class EndpointPools {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.#pools.keys()].map((endpoint) => this.retire(endpoint)));
+    await Promise.all([...[...this.#pools.keys()].map((endpoint) => this.retire(endpoint)), ...this.#stale.values()]);
   }
 
   async destroy(error: Error | null): Promise<void> {
-    const pools = [...this.#pools.values()].flatMap((byRoute) => [...byRoute.values()]);
+    const pools = [...[...this.#pools.values()].flatMap((byRoute) => [...byRoute.values()]), ...this.#stale.keys()];
     this.#pools.clear();
+    this.#stale.clear();
     await Promise.all(pools.map((pool) => pool.destroy(error)));
   }
 
+  /** The credentials changed: every pool made with the old ones closes gracefully. */
+  #retireStale(): void {
+    this.#generation = this.#options.tls.generation;
+    const old = [...this.#pools.values()].flatMap((byRoute) => [...byRoute.values()]);
+    this.#pools.clear();
+    for (const pool of old) {
+      const closed = pool.close().then(
+        () => void this.#stale.delete(pool),
+        () => void this.#stale.delete(pool),
+      );
+      this.#stale.set(pool, closed);
+    }
+  }
+
   #create(origin: string, route: Route): Pool {
-    const tls = route.protocol === 'https:' ? tlsConnectOptions(this.#options.tls, route.verification) : {};
+    const tls = route.protocol === 'https:' ? tlsConnectOptions(this.#options.tls.current, route.verification) : {};
     const pool = new this.#undici.Pool(origin, {
       allowH2: !route.http1Only,
       connectTimeout: this.#options.connectTimeout,

@@ -1,5 +1,5 @@
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
-import { isIpLiteral, type ResolvedOptions } from '../options.ts';
+import { isIpLiteral, type ResolvedTls } from '../options.ts';
 
 /** The name every endpoint's certificate must carry, and the SNI to send for it. */
 export interface Verification {
@@ -9,7 +9,7 @@ export interface Verification {
   sni: string | undefined;
 }
 
-export function verificationFor(origin: URL, tls: ResolvedOptions['tls']): Verification {
+export function verificationFor(origin: URL, tls: ResolvedTls): Verification {
   const name = (tls.servername ?? origin.hostname).replace(/^\[|\]$/g, '');
   return { name, sni: isIpLiteral(name) ? undefined : name };
 }
@@ -19,7 +19,7 @@ export function verificationFor(origin: URL, tls: ResolvedOptions['tls']): Verif
  * name, never against the dialled address, so an endpoint IP missing from the certificate's SANs
  * is fine and a certificate for another name is not.
  */
-export function tlsConnectOptions(tls: ResolvedOptions['tls'], verification: Verification): Record<string, unknown> {
+export function tlsConnectOptions(tls: ResolvedTls, verification: Verification): Record<string, unknown> {
   const name = verification.name;
   return {
     ca: tls.ca,

@@ -1,5 +1,6 @@
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import type { Clock, ClockTimer } from '../clock.ts';
+import type { HeadersSource } from '../options.ts';
 import type { ProbeResult } from './HealthTracker.ts';
 
 export interface ProbeSettings {
@@ -7,8 +8,8 @@ export interface ProbeSettings {
   path: string;
   intervalMs: number;
   timeoutMs: number;
-  /** Extra headers, e.g. `authorization` where anonymous access to /readyz is off. */
-  headers: Record<string, string>;
+  /** Extra headers, e.g. `authorization` where anonymous access to /readyz is off (or a function giving them). */
+  headers: HeadersSource;
 }
 
 /** Sends one probe to one endpoint; `undefined` when it cannot yet (no origin known to probe for). */

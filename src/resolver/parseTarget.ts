@@ -3,31 +3,66 @@ import { systemClock, type Clock } from '../clock.ts';
 import { DnsCache, dnsCacheDefaults, type DnsCacheOptions } from '../dns/DnsCache.ts';
 import { DnsClient, type DnsClientOverrides } from '../dns/DnsClient.ts';
 import { nameProblem } from '../dns/names.ts';
-import { describe, invalidTarget } from '../errors.ts';
+import { describe, invalidOption, invalidTarget } from '../errors.ts';
+import type { ResolvedBootstrap, ResolvedTls } from '../options.ts';
+import { ApiClient } from './ApiClient.ts';
+import { ChainResolver } from './ChainResolver.ts';
+import { EndpointSliceResolver } from './EndpointSliceResolver.ts';
 import { DnsResolver, type DnsLookup } from './DnsResolver.ts';
 import { addressLookup, srvLookup } from './dnsLookups.ts';
 import type { EndpointAddress, Resolver } from './Resolver.ts';
+import { ServerResolver } from './ServerResolver.ts';
 import { StaticResolver } from './StaticResolver.ts';
 
-/** What a target may be: a URI, a resolver object, or a list of endpoints. */
-export type Target = string | Resolver | readonly EndpointAddress[];
+/**
+ * What a target may be: a URI, a resolver object, a list of endpoints, or a list of URIs and
+ * resolvers tried in order.
+ */
+export type Target = string | Resolver | readonly EndpointAddress[] | ReadonlyArray<string | Resolver>;
 
 export function isResolver(value: unknown): value is Resolver {
   return typeof value === 'object' && value !== null && typeof (value as Resolver).start === 'function';
 }
 
-/** What resolvers need besides the target: validated `options.dns` and the clock. */
+/** What resolvers need besides the target. */
 export interface ResolverContext {
   clock: Clock;
+  /** Validated `options.dns`. */
   dns: DnsClientOverrides & DnsCacheOptions;
   /** Where the system resolver configuration is; for tests. Default `/etc/resolv.conf`. */
   resolvConf?: string;
+  /** The TLS settings in force (they may rotate), for resolvers that talk to the API. Default: verify with Node's CAs. */
+  tls?: (() => ResolvedTls) | undefined;
+  /** `options.bootstrap`: required by `kubernetes:` targets; when set, its server is the last resort. */
+  bootstrap?: ResolvedBootstrap | undefined;
 }
 
 const defaultContext: ResolverContext = { clock: systemClock, dns: dnsCacheDefaults };
 
 /** Builds the resolver for a target; throws `ERR_INVALID_TARGET` for anything it cannot use. */
 export function createResolver(target: Target, context: ResolverContext = defaultContext): Resolver {
+  const links = isChain(target) ? target : undefined;
+  if (links && links.length === 0) throw invalidTarget('[]', 'lists no endpoint');
+  const bootstrap = context.bootstrap;
+  if (!links && !bootstrap?.lastResort) return createOne(target as Exclude<Target, readonly unknown[]> | readonly EndpointAddress[], context);
+  const chain = (links ?? [target as string | Resolver | readonly EndpointAddress[]]).map((link, i) => ({
+    resolver: createOne(link, context),
+    name: typeof link === 'string' ? link : `target[${i}]`,
+  }));
+  const lastResort = bootstrap?.lastResort ? new ServerResolver(bootstrap.server, context.clock) : undefined;
+  return new ChainResolver(chain, lastResort);
+}
+
+/** An array of URIs and resolvers (a chain), as opposed to an array of endpoints. */
+function isChain(target: Target): target is ReadonlyArray<string | Resolver> {
+  if (!Array.isArray(target) || target.length === 0) return false;
+  const links = target.filter((item: unknown) => typeof item === 'string' || isResolver(item)).length;
+  if (links === 0) return false;
+  if (links !== target.length) throw invalidTarget('[…]', 'mixes endpoints with URIs or resolvers: use either an array of endpoints or an array of targets');
+  return true;
+}
+
+function createOne(target: string | Resolver | readonly EndpointAddress[], context: ResolverContext): Resolver {
   if (isResolver(target)) return target;
   if (Array.isArray(target)) return new StaticResolver(validateEndpointList(target as readonly EndpointAddress[]));
   if (typeof target !== 'string') {
@@ -48,8 +83,10 @@ export function createResolver(target: Target, context: ResolverContext = defaul
       const { name, port } = parseDnsHostPort(target, rest);
       return dnsResolver(target, addressLookup(name, port), context);
     }
+    case 'kubernetes':
+      return kubernetesResolver(target, authority, rest, context);
     default:
-      throw invalidTarget(target, `unknown scheme "${scheme}:" (known: static:, dns:, dns+srv:)`);
+      throw invalidTarget(target, `unknown scheme "${scheme}:" (known: static:, dns:, dns+srv:, kubernetes:)`);
   }
 }
 
@@ -82,6 +119,23 @@ function parseDnsHostPort(target: string, rest: string): { name: string; port: n
   const port = Number(portText);
   if (!isPort(port)) throw invalidTarget(target, `port ${portText} is not in 1–65535`);
   return { name: checkDnsName(target, name), port };
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** `kubernetes:///<namespace>/<service>`, read through `options.bootstrap`. */
+function kubernetesResolver(target: string, authority: string, rest: string, context: ResolverContext): Resolver {
+  if (authority !== '') throw invalidTarget(target, 'kubernetes targets take no authority: use kubernetes:///<namespace>/<service>');
+  const parts = rest.split('/');
+  if (parts.length !== 2 || !parts.every((p) => DNS_LABEL.test(p))) {
+    throw invalidTarget(target, 'expected kubernetes:///<namespace>/<service>, e.g. kubernetes:///default/kubernetes');
+  }
+  const bootstrap = context.bootstrap;
+  if (!bootstrap) {
+    throw invalidOption('bootstrap', undefined, `is required by the target ${JSON.stringify(target)}: the apiserver to read EndpointSlices through, e.g. { server: 'https://10.96.0.1:443', headers } (fromKubeConfig sets it)`);
+  }
+  const api = new ApiClient({ server: bootstrap.server, headers: bootstrap.headers, tls: context.tls ?? (() => ({ rejectUnauthorized: true })) });
+  return new EndpointSliceResolver(parts[0]!, parts[1]!, api, context.clock);
 }
 
 /** `10.0.0.1:6443?weight=3&priority=1,[::1]:6443` → endpoints. */

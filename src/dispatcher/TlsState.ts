@@ -1,0 +1,55 @@
+import type { Pem, ResolvedTls } from '../options.ts';
+
+/**
+ * The TLS settings new connections use. A kubeconfig's credentials can change while a client runs
+ * (an exec plugin hands out a new client certificate, a CA file is rewritten): `replace` switches to
+ * them, and `generation` tells the pools that connections made before belong to the old ones.
+ */
+export class TlsState {
+  #current: ResolvedTls;
+  #generation = 0;
+
+  constructor(initial: ResolvedTls) {
+    this.#current = initial;
+  }
+
+  get current(): ResolvedTls {
+    return this.#current;
+  }
+
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** Returns false, and changes nothing, when `next` holds the same material as now. */
+  replace(next: ResolvedTls): boolean {
+    if (sameTls(this.#current, next)) return false;
+    this.#current = next;
+    this.#generation++;
+    return true;
+  }
+}
+
+function sameTls(a: ResolvedTls, b: ResolvedTls): boolean {
+  return (
+    a.rejectUnauthorized === b.rejectUnauthorized &&
+    a.servername === b.servername &&
+    samePem(a.cert, b.cert) &&
+    samePem(a.key, b.key) &&
+    samePemList(a.ca, b.ca)
+  );
+}
+
+function samePemList(a: Pem | readonly Pem[] | undefined, b: Pem | readonly Pem[] | undefined): boolean {
+  const listA: readonly Pem[] = a === undefined ? [] : Array.isArray(a) ? a : [a as Pem];
+  const listB: readonly Pem[] = b === undefined ? [] : Array.isArray(b) ? b : [b as Pem];
+  return listA.length === listB.length && listA.every((pem, i) => samePem(pem, listB[i]));
+}
+
+// Compared by content: client-node reads files and decodes base64 into fresh buffers every request.
+function samePem(a: Pem | undefined, b: Pem | undefined): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined) return false;
+  if (typeof a === 'string' && typeof b === 'string') return false;
+  return (typeof a === 'string' ? Buffer.from(a) : a).equals(typeof b === 'string' ? Buffer.from(b) : b);
+}

@@ -1,0 +1,76 @@
+import { lookup as systemLookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import type { Clock, ClockTimer } from '../clock.ts';
+import type { EndpointAddress, Resolver, ResolverListener } from './Resolver.ts';
+
+export type Lookup = (hostname: string) => Promise<ReadonlyArray<{ address: string }>>;
+
+/** How often the name is looked up again; getaddrinfo gives no TTL. */
+const REFRESH_MS = 60_000;
+/** `refresh()` calls closer together than this are one lookup. */
+const MIN_REFRESH_MS = 5_000;
+
+/**
+ * The addresses of one server URL (a kubeconfig's `server`), as the system resolver
+ * (getaddrinfo: /etc/hosts, nsswitch, the VPN's DNS) sees them — what a direct connection to that
+ * URL would use. An IP server is its own answer. Used as the last resort of a target chain.
+ */
+export class ServerResolver implements Resolver {
+  readonly #host: string;
+  readonly #port: number;
+  readonly #clock: Clock;
+  readonly #lookup: Lookup;
+  #listener: ResolverListener | undefined;
+  #timer: ClockTimer | undefined;
+  #lastLookup = -Infinity;
+  #running = false;
+  #last = '';
+  #closed = false;
+
+  constructor(server: URL, clock: Clock, lookup: Lookup = (hostname) => systemLookup(hostname, { all: true })) {
+    this.#host = server.hostname.replace(/^\[|\]$/g, '');
+    this.#port = Number(server.port) || (server.protocol === 'http:' ? 80 : 443);
+    this.#clock = clock;
+    this.#lookup = lookup;
+  }
+
+  start(listener: ResolverListener): void {
+    this.#listener = listener;
+    if (isIP(this.#host) !== 0) {
+      listener.endpoints([{ address: this.#host, port: this.#port, source: 'server' }]);
+      return;
+    }
+    void this.#resolve();
+  }
+
+  refresh(): void {
+    if (isIP(this.#host) === 0 && this.#clock.now() - this.#lastLookup >= MIN_REFRESH_MS) void this.#resolve();
+  }
+
+  close(): void {
+    this.#closed = true;
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+  }
+
+  async #resolve(): Promise<void> {
+    if (this.#running || this.#closed) return;
+    this.#running = true;
+    this.#lastLookup = this.#clock.now();
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    try {
+      const answers = await this.#lookup(this.#host);
+      if (this.#closed) return;
+      const set: EndpointAddress[] = [...new Set(answers.map((a) => a.address))].map((address) => ({ address, port: this.#port, source: 'server' }));
+      const key = set.map((e) => e.address).join(',');
+      if (set.length > 0 && key !== this.#last) {
+        this.#last = key;
+        this.#listener?.endpoints(set);
+      }
+    } catch (error) {
+      if (!this.#closed) this.#listener?.error(error as Error);
+    } finally {
+      this.#running = false;
+      if (!this.#closed) this.#timer = this.#clock.setTimeout(() => void this.#resolve(), REFRESH_MS);
+    }
+  }
+}
