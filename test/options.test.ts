@@ -142,3 +142,31 @@ test('the README option table lists every dns option', (t) => {
     t.true(readme.includes(`| \`dns.${key}\` |`), `dns.${key}`);
   }
 });
+
+test('kubernetes: targets, chains, bootstrap and rebalanceWatches are validated', (t) => {
+  const target = 'static:///127.0.0.1:6443';
+  rejects(t, { target: 'kubernetes:///default/kubernetes' }, 'ERR_INVALID_OPTION', /options.bootstrap is required by the target "kubernetes:\/\/\/default\/kubernetes"/);
+  const bootstrap = { server: 'https://10.96.0.1:443', lastResort: false };
+  rejects(t, { target: 'kubernetes:///kubernetes', bootstrap }, 'ERR_INVALID_TARGET', /expected kubernetes:\/\/\/<namespace>\/<service>/);
+  rejects(t, { target: 'kubernetes:///Default/kubernetes', bootstrap }, 'ERR_INVALID_TARGET', /expected kubernetes/);
+  rejects(t, { target: 'kubernetes://cluster/default/kubernetes', bootstrap }, 'ERR_INVALID_TARGET', /take no authority/);
+  rejects(t, { target: ['static:///127.0.0.1:6443', { address: '127.0.0.1', port: 1 }] }, 'ERR_INVALID_TARGET', /mixes endpoints with URIs/);
+  rejects(t, { target: ['static:///127.0.0.1:6443', 'gopher:///x'] }, 'ERR_INVALID_TARGET', /unknown scheme "gopher:"/);
+  rejects(t, { target, bootstrap: { server: 'kubernetes.default.svc' } }, 'ERR_INVALID_OPTION', /options.bootstrap.server must be an absolute URL/);
+  rejects(t, { target, bootstrap: { server: 'https://u:p@10.96.0.1' } }, 'ERR_INVALID_OPTION', /options.bootstrap.server must be scheme, host, port/);
+  rejects(t, { target, bootstrap: { server: 'https://10.96.0.1', headers: { a: 1 } } }, 'ERR_INVALID_OPTION', /options.bootstrap.headers/);
+  rejects(t, { target, bootstrap: { server: 'https://10.96.0.1', lastResort: 'no' } }, 'ERR_INVALID_OPTION', /options.bootstrap.lastResort must be a boolean/);
+  rejects(t, { target, rebalanceWatches: { maxPerSecond: 0 } }, 'ERR_INVALID_OPTION', /options.rebalanceWatches.maxPerSecond must be a number above 0/);
+  rejects(t, { target, rebalanceWatches: true }, 'ERR_INVALID_OPTION', /options.rebalanceWatches must be \{ maxPerSecond \} or false/);
+  t.deepEqual(defaultOptions.rebalanceWatches, { maxPerSecond: 1 });
+  for (const options of [
+    { rebalanceWatches: false as const },
+    { rebalanceWatches: { maxPerSecond: 0.1 } },
+    { target: [target, 'static:///127.0.0.2:6443'] },
+    // Loopback only: nothing listens on port 1.
+    { target: ['kubernetes:///default/kubernetes'], bootstrap: { server: 'https://127.0.0.1:1' } },
+    { probe: { headers: () => ({ authorization: 'Bearer x' }) } },
+  ]) {
+    t.notThrows(() => void createBalancer({ target, ...options }).close());
+  }
+});

@@ -5,6 +5,8 @@ interface Link {
   readonly name: string;
   started: boolean;
   set: readonly EndpointAddress[] | undefined;
+  /** Has failed without ever listing endpoints. */
+  failed: boolean;
   lastWarning: string | undefined;
 }
 
@@ -26,7 +28,7 @@ export class ChainResolver implements Resolver {
   #closed = false;
 
   constructor(resolvers: ReadonlyArray<{ resolver: Resolver; name: string }>, lastResort?: Resolver) {
-    this.#links = resolvers.map(({ resolver, name }) => ({ resolver, name, started: false, set: undefined, lastWarning: undefined }));
+    this.#links = resolvers.map(({ resolver, name }) => ({ resolver, name, started: false, set: undefined, failed: false, lastWarning: undefined }));
     this.#lastResort = lastResort;
   }
 
@@ -71,7 +73,10 @@ export class ChainResolver implements Resolver {
       },
       error: (error) => {
         if (this.#closed || !link.started) return;
-        if (link.set === undefined) this.#startLink(index + 1);
+        if (link.set === undefined) {
+          link.failed = true;
+          this.#startLink(index + 1);
+        }
         this.#failed(link, error);
       },
       warning: (message) => this.#listener?.warning?.(message),
@@ -82,6 +87,7 @@ export class ChainResolver implements Resolver {
     if (!link.started) return;
     link.started = false;
     link.set = undefined;
+    link.failed = false;
     void link.resolver.close?.();
   }
 
@@ -116,7 +122,7 @@ export class ChainResolver implements Resolver {
   /** Every way has been tried and failed, and the last resort (if any) has nothing either. */
   #exhausted(): boolean {
     const lastResortDone = this.#lastResort === undefined || this.#lastResortFailed;
-    return lastResortDone && this.#links.every((link) => link.started && link.set === undefined);
+    return lastResortDone && this.#links.every((link) => link.failed && link.set === undefined);
   }
 
   #publish(): void {
