@@ -14,7 +14,9 @@ export type BalancerErrorCode =
   /** The balancer was closed or destroyed. */
   | 'ERR_BALANCER_CLOSED'
   /** A DNS lookup failed or found no records; `reason` says which (a `DnsError`). */
-  | 'ERR_DNS';
+  | 'ERR_DNS'
+  /** A kubeconfig cannot be used: no current cluster, a server that is not a URL, already attached. */
+  | 'ERR_KUBECONFIG';
 
 export class BalancerError extends Error {
   override readonly name: string = 'BalancerError';

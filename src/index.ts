@@ -1,7 +1,7 @@
 export { Balancer, createBalancer, type BalancerEvents } from './dispatcher/Balancer.ts';
 export { BalancerError, type BalancerErrorCode } from './errors.ts';
 export { DnsError, type DnsErrorReason } from './dns/DnsError.ts';
-export type { BalancerOptions, DnsOptions, TlsOptions, UndiciModule, Pem } from './options.ts';
+export type { BalancerOptions, BootstrapOptions, DnsOptions, HeadersSource, TlsOptions, UndiciModule, Pem } from './options.ts';
 export type { Policy } from './balancer/Picker.ts';
 export { defaultOptions } from './options.ts';
 export type { EndpointInfo, EndpointState, ResponseClass } from './balancer/Endpoint.ts';
@@ -13,3 +13,9 @@ export type { Logger, LogFn } from './observability/logger.ts';
 export type { PickMessage, RetryMessage, EjectMessage, ChannelRequest } from './observability/channels.ts';
 export type { EjectReason } from './health/HealthTracker.ts';
 export type { RetryReason } from './dispatcher/BalancedRequest.ts';
+export { fromKubeConfig } from './kube/fromKubeConfig.ts';
+export { attachToKubeConfig, attachmentOf, type KubeAttachment } from './kube/attachToKubeConfig.ts';
+export { attachToFluentClient } from './kube/attachToFluentClient.ts';
+export { loadBalancedKubeConfig } from './kube/loadBalancedKubeConfig.ts';
+export type { KubeBalancerOptions } from './kube/createKubeBalancer.ts';
+export type { KubeConfigLike } from './kube/readKubeConfig.ts';

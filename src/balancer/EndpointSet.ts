@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
+import { LAST_RESORT, endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
 import { Candidates } from './Candidates.ts';
 import { Endpoint } from './Endpoint.ts';
 import type { Picker, PickRequest, Policy } from './Picker.ts';
@@ -47,7 +47,11 @@ export class EndpointSet {
   #schedule: Schedule | undefined;
   #known = false;
   #panic = false;
-  /** Set once the set has held an endpoint: from then on, new endpoints slow-start. */
+  /**
+   * Set once the set has held an endpoint other than the last resort: from then on, new endpoints
+   * slow-start. (Requests that went to the configured server while discovery was under way give
+   * the first apiservers found nothing to be shielded from.)
+   */
   #warm = false;
 
   constructor(clock: Clock, options: Partial<PickerOptions> = {}) {
@@ -117,7 +121,7 @@ export class EndpointSet {
         added.push(endpoint);
       }
     }
-    if (this.#endpoints.size > 0) this.#warm = true;
+    if (addresses.some((a) => a.source !== LAST_RESORT)) this.#warm = true;
     this.rebuild();
     return { added, removed };
   }

@@ -326,10 +326,11 @@ export class Balancer extends undici.Dispatcher {
       connectTimeout: this.#options.connectTimeout,
       undici: this.#undici,
       origin: this.#options.origin,
+      closed: () => this.#closed,
       balances: (origin) => this.#isBalanced(origin),
       tlsFor: (origin) => ({ verification: this.#routeFor(origin, false).verification, tls: this.#options.tls.current }),
       replaceTls: (tls) => {
-        const changed = this.#options.tls.replace(validateTls(tls));
+        const changed = this.#options.tls.replace(validateTls(tls), this.#options.clock.now());
         // The verification name may have changed with the settings; pools notice the new generation.
         if (changed) {
           this.#routes.clear();
@@ -383,9 +384,16 @@ export class Balancer extends undici.Dispatcher {
     const verification = route.verification;
     const pool = this.#pools.get(endpoint, route);
     const clock = this.#options.clock;
+    let headers: Record<string, string>;
     try {
-      const headers = typeof settings.headers === 'function' ? await settings.headers() : settings.headers;
-      if (endpoint.removed || this.#closed) return undefined;
+      headers = typeof settings.headers === 'function' ? await settings.headers() : settings.headers;
+    } catch (error) {
+      // No credentials this time (an exec plugin failed): no verdict on the endpoint either.
+      this.#emit('warning', `probe headers: ${(error as Error).message}`);
+      return undefined;
+    }
+    if (endpoint.removed || this.#closed) return undefined;
+    try {
       const res = await pool.request({
         path: settings.path,
         method: 'GET',
@@ -513,6 +521,8 @@ export interface BalancerInternals {
   readonly undici: UndiciModule;
   /** `options.origin`, if set. */
   readonly origin: URL | undefined;
+  /** Whether `close()` or `destroy()` was called: hooks installed for the balancer step aside. */
+  closed(): boolean;
   /** Whether requests to `origin` are balanced (else they pass through). */
   balances(origin: URL): boolean;
   /** The name to verify and the TLS settings in force, for connections made for `origin`. */

@@ -1,12 +1,21 @@
 import type { Pem, ResolvedTls } from '../options.ts';
 
 /**
+ * Readings of a kubeconfig overlap (each request reads it, so do probes); one that began before a
+ * rotation may end after one that began later. Within this many milliseconds of a switch, a reading
+ * that brings back the material switched away from is taken for such a stale one.
+ */
+const STALE_READING_MS = 2_000;
+
+/**
  * The TLS settings new connections use. A kubeconfig's credentials can change while a client runs
  * (an exec plugin hands out a new client certificate, a CA file is rewritten): `replace` switches to
  * them, and `generation` tells the pools that connections made before belong to the old ones.
  */
 export class TlsState {
   #current: ResolvedTls;
+  #previous: ResolvedTls | undefined;
+  #switchedAt = -Infinity;
   #generation = 0;
 
   constructor(initial: ResolvedTls) {
@@ -21,10 +30,16 @@ export class TlsState {
     return this.#generation;
   }
 
-  /** Returns false, and changes nothing, when `next` holds the same material as now. */
-  replace(next: ResolvedTls): boolean {
+  /**
+   * Returns false, and changes nothing, when `next` holds the same material as now, or is a stale
+   * reading of the material in force before the last switch (`now` in milliseconds, monotonic).
+   */
+  replace(next: ResolvedTls, now: number): boolean {
     if (sameTls(this.#current, next)) return false;
+    if (this.#previous && now - this.#switchedAt < STALE_READING_MS && sameTls(this.#previous, next)) return false;
+    this.#previous = this.#current;
     this.#current = next;
+    this.#switchedAt = now;
     this.#generation++;
     return true;
   }

@@ -34,6 +34,8 @@ export class ChainResolver implements Resolver {
 
   start(listener: ResolverListener): void {
     this.#listener = listener;
+    // A target that answers at once (static:) is published before the last resort alone ever is.
+    this.#startLink(0);
     this.#lastResort?.start({
       endpoints: (set) => {
         if (this.#closed) return;
@@ -46,7 +48,6 @@ export class ChainResolver implements Resolver {
       },
       warning: (message) => listener.warning?.(message),
     });
-    this.#startLink(0);
   }
 
   refresh(): void {

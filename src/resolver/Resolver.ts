@@ -38,9 +38,15 @@ export interface EndpointAddress {
   priority?: number;
   /** Seconds the record that produced this endpoint stays valid, when known (informational). */
   ttl?: number;
-  /** Where the endpoint came from, e.g. `static`, `dns+srv`, `kubernetes` (informational). */
+  /**
+   * Where the endpoint came from, e.g. `static`, `dns+srv`, `kubernetes`. Informational, except
+   * `server` (`LAST_RESORT`): the configured server kept as the last resort, which alone does not
+   * count as a first set (the apiservers discovered after it start at full weight).
+   */
   source?: string;
 }
+
+export const LAST_RESORT = 'server';
 
 /** `address:port`, with IPv6 in brackets: the identity of an endpoint across updates. */
 export function endpointKey(endpoint: Pick<EndpointAddress, 'address' | 'port'>): string {

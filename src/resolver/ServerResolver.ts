@@ -1,7 +1,7 @@
 import { lookup as systemLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Clock, ClockTimer } from '../clock.ts';
-import type { EndpointAddress, Resolver, ResolverListener } from './Resolver.ts';
+import { LAST_RESORT, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
 export type Lookup = (hostname: string) => Promise<ReadonlyArray<{ address: string }>>;
 
@@ -37,7 +37,7 @@ export class ServerResolver implements Resolver {
   start(listener: ResolverListener): void {
     this.#listener = listener;
     if (isIP(this.#host) !== 0) {
-      listener.endpoints([{ address: this.#host, port: this.#port, source: 'server' }]);
+      listener.endpoints([{ address: this.#host, port: this.#port, source: LAST_RESORT }]);
       return;
     }
     void this.#resolve();
@@ -60,7 +60,7 @@ export class ServerResolver implements Resolver {
     try {
       const answers = await this.#lookup(this.#host);
       if (this.#closed) return;
-      const set: EndpointAddress[] = [...new Set(answers.map((a) => a.address))].map((address) => ({ address, port: this.#port, source: 'server' }));
+      const set: EndpointAddress[] = [...new Set(answers.map((a) => a.address))].map((address) => ({ address, port: this.#port, source: LAST_RESORT }));
       const key = set.map((e) => e.address).join(',');
       if (set.length > 0 && key !== this.#last) {
         this.#last = key;

@@ -1,0 +1,88 @@
+import { balancerInternals, type Balancer } from '../dispatcher/Balancer.ts';
+import type { KubeAttachment } from './attachToKubeConfig.ts';
+import { createKubeBalancer, type KubeBalancerOptions } from './createKubeBalancer.ts';
+import { fluentClientPeers, type DispatchFunction } from './peers.ts';
+
+/** The patched `Agent.prototype.dispatch` of one undici copy, and the balancers it routes to, by origin. */
+interface Patch {
+  readonly original: DispatchFunction;
+  readonly balancers: Map<string, Balancer>;
+}
+
+const patches = new WeakMap<object, Patch>();
+
+/**
+ * Routes kubernetes-fluent-client's requests to the cluster through a balancer. KFC takes no
+ * dispatcher: every call loads the default kubeconfig and sends through a new undici `Agent` of its
+ * own undici copy. So the balancer is built from the same kubeconfig (`KUBECONFIG`, `~/.kube/config`
+ * or in-cluster, through KFC's own client-node) and from KFC's undici, and `Agent.prototype.dispatch`
+ * of that copy — of no other — sends requests for the cluster's origin to the balancer; requests to
+ * any other origin, and everything once the balancer is closed or detached, go as before. KFC's
+ * retries, watch resyncs and credentials (it sets the `Authorization` header itself) are untouched;
+ * `tls-server-name` and `insecure-skip-tls-verify`, which KFC ignores, are honoured.
+ *
+ * With `proxy-url` in the kubeconfig nothing is patched (see `attachToKubeConfig`).
+ */
+export async function attachToFluentClient(options: KubeBalancerOptions = {}): Promise<KubeAttachment> {
+  const { undici, KubeConfig } = await fluentClientPeers();
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  const proxyUrl = kc.getCurrentCluster()?.proxyUrl;
+  if (proxyUrl) {
+    const reason = `not attached: the current cluster has proxy-url ${proxyUrl}, and dialling apiservers directly would bypass the proxy`;
+    process.emitWarning(`kube-balancer: ${reason}`, { type: 'KubeBalancerWarning', code: 'KUBE_BALANCER_PROXY_URL' });
+    return { attached: false, reason, balancer: undefined, detach: () => Promise.resolve() };
+  }
+  const { balancer, material } = await createKubeBalancer(kc, { undici, ...options }, (opts) => kc.applyToHTTPSOptions(opts));
+  const origin = material.server.origin;
+  const proto = undici.Agent.prototype as unknown as { dispatch: DispatchFunction };
+  let patch = patches.get(proto);
+  if (!patch) {
+    const created: Patch = { original: proto.dispatch, balancers: new Map() };
+    proto.dispatch = function (opts, handler) {
+      const target = created.balancers.get(originOf(opts.origin));
+      if (target && !balancerInternals(target).closed()) return target.dispatch(opts as never, handler as never);
+      return created.original.call(this, opts, handler);
+    };
+    patches.set(proto, created);
+    patch = created;
+  }
+  const installed = patch;
+  installed.balancers.set(origin, balancer);
+  let detached = false;
+  return {
+    attached: true,
+    reason: undefined,
+    balancer,
+    detach: async () => {
+      if (!detached) {
+        detached = true;
+        if (installed.balancers.get(origin) === balancer) installed.balancers.delete(origin);
+        if (installed.balancers.size === 0 && patches.get(proto) === installed) {
+          proto.dispatch = installed.original;
+          patches.delete(proto);
+        }
+      }
+      await balancer.close();
+    },
+  };
+}
+
+const origins = new Map<string, string>();
+
+/** `opts.origin` as `URL.origin`; undici's fetch passes the string form, parsed once. */
+function originOf(origin: string | URL | null | undefined): string {
+  if (origin === null || origin === undefined) return '';
+  if (typeof origin !== 'string') return origin.origin;
+  let parsed = origins.get(origin);
+  if (parsed === undefined) {
+    try {
+      parsed = new URL(origin).origin;
+    } catch {
+      parsed = '';
+    }
+    if (origins.size >= 64) origins.clear();
+    origins.set(origin, parsed);
+  }
+  return parsed;
+}

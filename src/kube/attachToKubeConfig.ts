@@ -1,0 +1,120 @@
+import { balancerInternals, type Balancer } from '../dispatcher/Balancer.ts';
+import { BalancingAgent } from '../dispatcher/BalancingAgent.ts';
+import { BalancerError } from '../errors.ts';
+import { createKubeBalancer, type KubeBalancerOptions } from './createKubeBalancer.ts';
+import { tlsOf, type KubeConfigLike } from './readKubeConfig.ts';
+
+/** What `attachToKubeConfig` did. */
+export interface KubeAttachment {
+  /** False when the kubeconfig could not be attached (see `reason`); the `KubeConfig` is untouched then. */
+  readonly attached: boolean;
+  /** Why it was not attached. */
+  readonly reason: string | undefined;
+  /** The balancer every request of the `KubeConfig` goes through, when attached. */
+  readonly balancer: Balancer | undefined;
+  /** Restores the `KubeConfig`'s own methods and closes the balancer (running requests finish). */
+  detach(): Promise<void>;
+}
+
+interface RequestContextLike {
+  setDispatcher(dispatcher: unknown): void;
+}
+
+/** client-node 2.x builds a new undici Agent per request here; JavaScript-visible, TypeScript-private. */
+type CreateDispatcher = (this: unknown, cluster: unknown, agentOptions: Record<string, unknown>) => unknown;
+
+interface Hookable {
+  applySecurityAuthentication: (this: unknown, context: RequestContextLike) => Promise<void>;
+  applyToHTTPSOptions: (this: unknown, opts: Record<string, unknown>) => Promise<void>;
+  createDispatcher?: CreateDispatcher;
+}
+
+const HOOKED = ['applySecurityAuthentication', 'applyToHTTPSOptions', 'createDispatcher'] as const;
+const attachments = new WeakMap<object, KubeAttachment>();
+
+/**
+ * Routes every request of a client-node 2.x `KubeConfig` through a balancer (see `fromKubeConfig`
+ * for `options`): generated APIs, `KubernetesObjectApi`, `Watch`, informers, `Log`, `Metrics`,
+ * `Health` get it as their undici dispatcher (`applySecurityAuthentication`), and the WebSockets of
+ * `Exec`, `Attach`, `PortForward` and `Cp` an `https.Agent` that picks an endpoint per connection
+ * (`applyToHTTPSOptions`). Pools come from client-node's own undici. As a side effect client-node
+ * stops opening a TLS connection per request: each apiserver gets one (HTTP/2) connection.
+ *
+ * Credentials are still client-node's, asked for per request, so tokens and exec plugins rotate as
+ * before; TLS material that changes (an exec plugin's new client certificate) gets new connections.
+ *
+ * A cluster with `proxy-url` is not attached — dialling apiservers directly would bypass the proxy:
+ * the result says why, and a `KubeBalancerWarning` is emitted on `process`.
+ */
+export async function attachToKubeConfig(kc: KubeConfigLike, options: KubeBalancerOptions = {}): Promise<KubeAttachment> {
+  if (attachments.has(kc)) throw new BalancerError('ERR_KUBECONFIG', 'this KubeConfig is already attached to a balancer; detach it first');
+  const target = kc as unknown as Hookable;
+  const proxyUrl = kc.getCurrentCluster()?.proxyUrl;
+  if (proxyUrl) {
+    const reason = `not attached: the current cluster has proxy-url ${proxyUrl}, and dialling apiservers directly would bypass the proxy`;
+    process.emitWarning(`kube-balancer: ${reason}`, { type: 'KubeBalancerWarning', code: 'KUBE_BALANCER_PROXY_URL' });
+    return { attached: false, reason, balancer: undefined, detach: () => Promise.resolve() };
+  }
+  const own = new Map<string, PropertyDescriptor | undefined>(HOOKED.map((name) => [name, Object.getOwnPropertyDescriptor(target, name)]));
+  const original = {
+    applySecurityAuthentication: target.applySecurityAuthentication,
+    applyToHTTPSOptions: target.applyToHTTPSOptions,
+    createDispatcher: target.createDispatcher,
+  };
+  const applyToHTTPSOptions = (opts: Record<string, unknown>): Promise<void> => original.applyToHTTPSOptions.call(kc, opts);
+  const { balancer } = await createKubeBalancer(kc, options, applyToHTTPSOptions);
+  const internals = balancerInternals(balancer);
+  const agent = new BalancingAgent(balancer);
+
+  const restore = (): void => {
+    if (attachments.get(kc) !== attachment) return;
+    attachments.delete(kc);
+    for (const [name, descriptor] of own) {
+      if (descriptor) Object.defineProperty(target, name, descriptor);
+      else delete (target as unknown as Record<string, unknown>)[name];
+    }
+  };
+  // After `balancer.close()` without `detach()`, the KubeConfig behaves as it did before.
+  const live = (): boolean => {
+    if (!internals.closed()) return true;
+    restore();
+    return false;
+  };
+
+  // The client's own reading of its TLS material, per request: new material gets new connections.
+  target.createDispatcher = function (cluster, agentOptions) {
+    if (!live()) return original.createDispatcher?.call(kc, cluster, agentOptions);
+    internals.replaceTls(tlsOf(agentOptions));
+    return balancer;
+  };
+  target.applySecurityAuthentication = async function (context) {
+    if (!live()) return original.applySecurityAuthentication.call(kc, context);
+    // client-node's own credentials and headers; only its dispatcher is replaced.
+    await original.applySecurityAuthentication.call(kc, context);
+    context.setDispatcher(balancer);
+  };
+  target.applyToHTTPSOptions = async function (opts) {
+    if (!live()) return applyToHTTPSOptions(opts);
+    await applyToHTTPSOptions(opts);
+    internals.replaceTls(tlsOf(opts));
+    opts.agent = agent;
+  };
+
+  const attachment: KubeAttachment = {
+    attached: true,
+    reason: undefined,
+    balancer,
+    detach: async () => {
+      restore();
+      agent.destroy();
+      await balancer.close();
+    },
+  };
+  attachments.set(kc, attachment);
+  return attachment;
+}
+
+/** The attachment of a `KubeConfig` (e.g. one from `loadBalancedKubeConfig`), to reach its balancer or detach it. */
+export function attachmentOf(kc: object): KubeAttachment | undefined {
+  return attachments.get(kc);
+}

@@ -1,0 +1,61 @@
+import { balancerInternals, createBalancer, type Balancer } from '../dispatcher/Balancer.ts';
+import { BalancerError } from '../errors.ts';
+import type { BalancerOptions, BootstrapOptions } from '../options.ts';
+import type { Target } from '../resolver/parseTarget.ts';
+import { defaultTarget } from './defaultTarget.ts';
+import { clientNodeUndici } from './peers.ts';
+import { readKubeConfig, type ApplyToHttpsOptions, type KubeConfigLike, type KubeMaterial } from './readKubeConfig.ts';
+
+/** Balancer options for a kubeconfig: everything but what the kubeconfig decides. */
+export interface KubeBalancerOptions extends Omit<BalancerOptions, 'target' | 'origin' | 'tls' | 'bootstrap'> {
+  /**
+   * Where the apiservers are. Default: in a cluster `['dns+srv:///_https._tcp.kubernetes-headless.default.svc.cluster.local.',
+   * 'kubernetes:///default/kubernetes']`, outside `'kubernetes:///default/kubernetes'`.
+   */
+  target?: Target;
+  /** `{ lastResort: false }` keeps the kubeconfig's server out of the endpoint set. */
+  bootstrap?: Pick<BootstrapOptions, 'lastResort'>;
+}
+
+/** How long one reading of the kubeconfig's credentials serves probes and the resolver. */
+const CREDENTIALS_TTL_MS = 1_000;
+
+/**
+ * A balancer for the kubeconfig's current context: its server is the balanced origin, the bootstrap
+ * of `kubernetes:` targets and the last resort; its TLS material and credentials are client-node's
+ * own reading (`apply`), re-read for probes and EndpointSlice requests so rotations reach them, and
+ * new TLS material replaces the pools' (the client's own requests bring theirs through the hooks).
+ */
+export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalancerOptions, apply: ApplyToHttpsOptions): Promise<{ balancer: Balancer; material: KubeMaterial }> {
+  const material = await readKubeConfig(kc, apply);
+  if (material.proxyUrl) {
+    throw new BalancerError('ERR_KUBECONFIG', `the current cluster has proxy-url ${material.proxyUrl}: dialling apiservers directly would bypass the proxy`);
+  }
+  // Filled in below; the resolver may ask for credentials while the balancer is being built.
+  const built: { balancer?: Balancer } = {};
+  let cached: { at: number; headers: Promise<Record<string, string>> } | undefined;
+  const credentials = (): Promise<Record<string, string>> => {
+    const now = performance.now();
+    if (cached && now - cached.at < CREDENTIALS_TTL_MS) return cached.headers;
+    const headers = readKubeConfig(kc, apply).then((fresh) => {
+      if (built.balancer) balancerInternals(built.balancer).replaceTls(fresh.tls);
+      return fresh.headers;
+    });
+    headers.catch(() => (cached = undefined));
+    cached = { at: now, headers };
+    return headers;
+  };
+  const { target, bootstrap, probe, undici, ...rest } = options;
+  const balancer = createBalancer({
+    ...rest,
+    undici: undici ?? clientNodeUndici(),
+    target: target ?? defaultTarget(material.server),
+    origin: material.server.origin,
+    tls: material.tls,
+    bootstrap: { server: material.server, headers: credentials, lastResort: bootstrap?.lastResort ?? true },
+    // /readyz may be closed to anonymous requests: probes carry the kubeconfig's credentials.
+    probe: probe === false ? false : { ...probe, headers: probe?.headers ?? credentials },
+  });
+  built.balancer = balancer;
+  return { balancer, material };
+}

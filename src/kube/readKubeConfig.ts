@@ -1,0 +1,64 @@
+import { BalancerError } from '../errors.ts';
+import type { Pem, TlsOptions } from '../options.ts';
+
+/**
+ * The parts of a `@kubernetes/client-node` `KubeConfig` this package uses (2.x, and the 1.x that
+ * kubernetes-fluent-client brings), so that neither package is needed to compile against it.
+ */
+export interface KubeConfigLike {
+  getCurrentCluster(): { name: string; server: string; proxyUrl?: string | undefined; skipTLSVerify?: boolean } | null;
+  applyToHTTPSOptions(opts: object): Promise<void>;
+  applySecurityAuthentication(context: never): Promise<void>;
+}
+
+/** What a request to the current cluster needs, as client-node itself works it out. */
+export interface KubeMaterial {
+  /** `cluster.server`, as written (a path prefix included). */
+  server: URL;
+  proxyUrl: string | undefined;
+  tls: TlsOptions;
+  /** `Authorization` (token, token file, exec plugin, OIDC, basic auth) and `Impersonate-User`. */
+  headers: Record<string, string>;
+}
+
+/** `KubeConfig.applyToHTTPSOptions`, called on a scratch object. */
+export type ApplyToHttpsOptions = (opts: Record<string, unknown>) => Promise<void>;
+
+/**
+ * Reads the current context's server, TLS material and credentials by asking client-node to apply
+ * them to a scratch request (`applyToHTTPSOptions`): that runs exec plugins and token files exactly
+ * as a request of the client would, so what rotates there (exec plugin certificates and tokens, a
+ * service-account token re-read every minute, a rewritten CA file) is current here too.
+ */
+export async function readKubeConfig(kc: KubeConfigLike, apply: ApplyToHttpsOptions = (opts) => kc.applyToHTTPSOptions(opts)): Promise<KubeMaterial> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new BalancerError('ERR_KUBECONFIG', 'the kubeconfig has no current cluster (check current-context)');
+  let server: URL;
+  try {
+    server = new URL(cluster.server);
+  } catch {
+    throw new BalancerError('ERR_KUBECONFIG', `the current cluster's server ${JSON.stringify(cluster.server)} is not a URL`);
+  }
+  const opts: Record<string, unknown> = {};
+  await apply(opts);
+  return { server, proxyUrl: cluster.proxyUrl || undefined, tls: tlsOf(opts), headers: headersOf(opts) };
+}
+
+/** TLS settings from options client-node filled in (`https.RequestOptions` or its agent options). */
+export function tlsOf(opts: Record<string, unknown>): TlsOptions {
+  const tls: TlsOptions = { rejectUnauthorized: opts.rejectUnauthorized !== false };
+  if (opts.ca !== undefined && opts.ca !== null) tls.ca = opts.ca as Pem;
+  if (opts.cert !== undefined && opts.cert !== null) tls.cert = opts.cert as Pem;
+  if (opts.key !== undefined && opts.key !== null) tls.key = opts.key as Pem;
+  if (typeof opts.servername === 'string' && opts.servername !== '') tls.servername = opts.servername;
+  return tls;
+}
+
+function headersOf(opts: Record<string, unknown>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries((opts.headers ?? {}) as Record<string, unknown>)) {
+    if (typeof value === 'string' || typeof value === 'number') headers[name.toLowerCase()] = String(value);
+  }
+  if (typeof opts.auth === 'string') headers.authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
+  return headers;
+}
