@@ -42,7 +42,8 @@ const MIN_REFRESH_MS = 2_000;
  * Mapping: every endpoint whose `conditions.ready` is not false (unset counts as ready, as CoreDNS
  * and kube-proxy read it), its first address (the API calls an endpoint's addresses fungible), on
  * the slice's port named `https`, else its only port; FQDN slices are skipped. A failure, and an
- * answer that lists nothing ready, leave the last set in place.
+ * answer that lists nothing ready, leave the last set in place (before any set, listing nothing is
+ * reported as an error, so that a target chain moves on).
  */
 export class EndpointSliceResolver implements Resolver {
   readonly #namespace: string;
@@ -190,11 +191,14 @@ export class EndpointSliceResolver implements Resolver {
     for (const list of this.#slices.values()) for (const endpoint of list) unique.set(endpointKey(endpoint), endpoint);
     const set = [...unique.values()].sort((a, b) => (endpointKey(a) < endpointKey(b) ? -1 : 1));
     const signature = set.map(endpointKey).join(',');
-    if (signature === this.#published) return;
     if (set.length === 0) {
-      this.#warn(`the EndpointSlices of ${this.#namespace}/${this.#service} list no ready endpoint; keeping the previous set`);
+      const what = `the EndpointSlices of ${this.#namespace}/${this.#service} list no ready endpoint`;
+      // Nothing found at all is a failure (a chain moves on to its next target); later, a blip.
+      if (this.#published === '') this.#listener?.error(new Error(what));
+      else this.#warn(`${what}; keeping the previous set`);
       return;
     }
+    if (signature === this.#published) return;
     this.#published = signature;
     this.#listener?.endpoints(set);
   }
