@@ -146,7 +146,7 @@ test('DNS queries by result and resolver errors; two balancers on one registry w
 test('the package: `kube-balancer/prometheus` resolves to the build with types; the main entry never loads prom-client', async (t) => {
   const pkg = (await import('../../package.json', { with: { type: 'json' } })).default as { exports: Record<string, unknown>; peerDependenciesMeta: unknown };
   t.deepEqual(pkg.exports['./prometheus'], { types: './dist/src/prometheus/index.d.ts', default: './dist/src/prometheus/index.js' });
-  t.deepEqual(pkg.peerDependenciesMeta, { 'prom-client': { optional: true } });
+  t.like(pkg.peerDependenciesMeta, { 'prom-client': { optional: true } });
   // Through the package's self-reference, as a user imports it (npm test builds dist first).
   const script = `
     import { registerHooks } from 'node:module';
