@@ -37,6 +37,9 @@ export function attachLogger(balancer: Balancer, logger: Logger): void {
   balancer.on('drain', (endpoint, reason) =>
     logger.warn({ event: 'drain', endpoint: endpoint.key, reason }, `endpoint ${endpoint.key} draining (${reason === 'shutdown' ? 'apiserver shutting down' : 'failing probe'})`),
   );
+  balancer.on('rebalance', ({ from, to }) =>
+    logger.info({ event: 'rebalance', from: from.key, to: to.key }, `watch on ${from.key} ended so that it re-opens where fewer are (${to.key})`),
+  );
   balancer.on('retry', ({ from, to, reason, attempt }) =>
     logger.debug({ event: 'retry', from: from.key, to: to.key, reason, attempt }, `retrying on ${to.key} after ${reason} at ${from.key}`),
   );

@@ -70,7 +70,9 @@ test('a fourth endpoint: watches move over one per 1/maxPerSecond, oldest first,
   const [a, b, c, d] = servers as [TestServer, TestServer, TestServer, TestServer];
   const clock = new FakeClock();
   const resolver = pushResolver([a, b, c].map(addressOf));
-  const balancer = createBalancer({ target: resolver, tls: { ca: certs.ca }, probe: false, clock, slowStartMs: 0, rebalanceWatches: { maxPerSecond: 1 } });
+  const logged: unknown[] = [];
+  const logger = { debug: () => {}, info: (fields: Record<string, unknown>) => void logged.push(fields), warn: () => {}, error: () => {} };
+  const balancer = createBalancer({ target: resolver, tls: { ca: certs.ca }, probe: false, clock, slowStartMs: 0, rebalanceWatches: { maxPerSecond: 1 }, logger });
   const moves: string[] = [];
   balancer.on('rebalance', ({ from, to }) => moves.push(`${from.address}→${to.address}`));
   const ended: string[] = [];
@@ -93,6 +95,7 @@ test('a fourth endpoint: watches move over one per 1/maxPerSecond, oldest first,
     t.deepEqual(ended, [FIRST], 'the moved watch ends after its last complete event');
     const oldest = open.find(({ res }) => (res as ServerResponse).req.url?.endsWith('&i=0'));
     t.is(moves[0], `${oldest!.server.host}→127.0.0.5`, 'the oldest watch on a most loaded endpoint');
+    t.like(logged.find((f) => (f as { event: string }).event === 'rebalance'), { event: 'rebalance', from: `${oldest!.server.host}:${oldest!.server.port}`, to: d.authority });
 
     clock.advance(999);
     t.is(moves.length, 1, 'no second move within the second');
