@@ -248,7 +248,7 @@ async function statusError(status: number, body: { text(): Promise<string> }): P
 function describe(error: Error, namespace: string, service: string): Error {
   const what = `listing and watching the EndpointSlices of ${namespace}/${service}`;
   if (error instanceof ApiStatusError && error.status === 403) {
-    return new Error(`${what}: forbidden; grant get, list and watch on discovery.k8s.io endpointslices in "${namespace}" (examples/rbac-endpointslices.yaml): ${error.message}`, { cause: error });
+    return new Error(`${what}: forbidden; grant list and watch on discovery.k8s.io endpointslices in "${namespace}" (examples/rbac-endpointslices.yaml): ${error.message}`, { cause: error });
   }
   return new Error(`${what}: ${error.message}`, { cause: error });
 }
