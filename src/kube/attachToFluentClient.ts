@@ -1,5 +1,5 @@
 import { balancerInternals, type Balancer } from '../dispatcher/Balancer.ts';
-import type { KubeAttachment } from './attachToKubeConfig.ts';
+import { notAttachable, notAttached, type KubeAttachment } from './attachToKubeConfig.ts';
 import { createKubeBalancer, type KubeBalancerOptions } from './createKubeBalancer.ts';
 import { fluentClientPeers, type DispatchFunction } from './peers.ts';
 
@@ -21,18 +21,14 @@ const patches = new WeakMap<object, Patch>();
  * retries, watch resyncs and credentials (it sets the `Authorization` header itself) are untouched;
  * `tls-server-name` and `insecure-skip-tls-verify`, which KFC ignores, are honoured.
  *
- * With `proxy-url` in the kubeconfig nothing is patched (see `attachToKubeConfig`).
+ * With `proxy-url` in the kubeconfig, or a plain `http:` server, nothing is patched (see `attachToKubeConfig`).
  */
 export async function attachToFluentClient(options: KubeBalancerOptions = {}): Promise<KubeAttachment> {
   const { undici, KubeConfig } = await fluentClientPeers();
   const kc = new KubeConfig();
   kc.loadFromDefault();
-  const proxyUrl = kc.getCurrentCluster()?.proxyUrl;
-  if (proxyUrl) {
-    const reason = `not attached: the current cluster has proxy-url ${proxyUrl}, and dialling apiservers directly would bypass the proxy`;
-    process.emitWarning(`kube-balancer: ${reason}`, { type: 'KubeBalancerWarning', code: 'KUBE_BALANCER_PROXY_URL' });
-    return { attached: false, reason, balancer: undefined, detach: () => Promise.resolve() };
-  }
+  const reason = notAttachable(kc);
+  if (reason) return notAttached(reason);
   const { balancer, material } = await createKubeBalancer(kc, { undici, ...options }, (opts) => kc.applyToHTTPSOptions(opts));
   const origin = material.server.origin;
   const proto = undici.Agent.prototype as unknown as { dispatch: DispatchFunction };

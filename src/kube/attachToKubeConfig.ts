@@ -31,6 +31,8 @@ interface Hookable {
 
 const HOOKED = ['applySecurityAuthentication', 'applyToHTTPSOptions', 'createDispatcher'] as const;
 const attachments = new WeakMap<object, KubeAttachment>();
+/** KubeConfigs whose attachment is being set up (reading credentials may run an exec plugin). */
+const attaching = new WeakSet<object>();
 
 /**
  * Routes every request of a client-node 2.x `KubeConfig` through a balancer (see `fromKubeConfig`
@@ -43,18 +45,37 @@ const attachments = new WeakMap<object, KubeAttachment>();
  * Credentials are still client-node's, asked for per request, so tokens and exec plugins rotate as
  * before; TLS material that changes (an exec plugin's new client certificate) gets new connections.
  *
- * A cluster with `proxy-url` is not attached — dialling apiservers directly would bypass the proxy:
+ * A cluster with `proxy-url` is not attached — dialling apiservers directly would bypass the proxy —
+ * nor one whose server is plain `http:` (`kubectl proxy`: one local endpoint, nothing to balance):
  * the result says why, and a `KubeBalancerWarning` is emitted on `process`.
  */
 export async function attachToKubeConfig(kc: KubeConfigLike, options: KubeBalancerOptions = {}): Promise<KubeAttachment> {
-  if (attachments.has(kc)) throw new BalancerError('ERR_KUBECONFIG', 'this KubeConfig is already attached to a balancer; detach it first');
-  const target = kc as unknown as Hookable;
-  const proxyUrl = kc.getCurrentCluster()?.proxyUrl;
-  if (proxyUrl) {
-    const reason = `not attached: the current cluster has proxy-url ${proxyUrl}, and dialling apiservers directly would bypass the proxy`;
-    process.emitWarning(`kube-balancer: ${reason}`, { type: 'KubeBalancerWarning', code: 'KUBE_BALANCER_PROXY_URL' });
-    return { attached: false, reason, balancer: undefined, detach: () => Promise.resolve() };
+  if (attachments.has(kc) || attaching.has(kc)) throw new BalancerError('ERR_KUBECONFIG', 'this KubeConfig is already attached to a balancer; detach it first');
+  const reason = notAttachable(kc);
+  if (reason) return notAttached(reason);
+  attaching.add(kc);
+  try {
+    return await attach(kc, options);
+  } finally {
+    attaching.delete(kc);
   }
+}
+
+/** Why a kubeconfig's current cluster must not be attached, if it must not. */
+export function notAttachable(kc: KubeConfigLike): string | undefined {
+  const cluster = kc.getCurrentCluster();
+  if (cluster?.proxyUrl) return `not attached: the current cluster has proxy-url ${cluster.proxyUrl}, and dialling apiservers directly would bypass the proxy`;
+  if (cluster?.server.startsWith('http:')) return `not attached: the current cluster's server ${cluster.server} is plain http (a local proxy such as kubectl proxy): nothing to balance`;
+  return undefined;
+}
+
+export function notAttached(reason: string): KubeAttachment {
+  process.emitWarning(`kube-balancer: ${reason}`, { type: 'KubeBalancerWarning', code: 'KUBE_BALANCER_NOT_ATTACHED' });
+  return { attached: false, reason, balancer: undefined, detach: () => Promise.resolve() };
+}
+
+async function attach(kc: KubeConfigLike, options: KubeBalancerOptions): Promise<KubeAttachment> {
+  const target = kc as unknown as Hookable;
   const own = new Map<string, PropertyDescriptor | undefined>(HOOKED.map((name) => [name, Object.getOwnPropertyDescriptor(target, name)]));
   const original = {
     applySecurityAuthentication: target.applySecurityAuthentication,

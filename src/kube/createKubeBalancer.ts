@@ -31,6 +31,9 @@ export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalanc
   if (material.proxyUrl) {
     throw new BalancerError('ERR_KUBECONFIG', `the current cluster has proxy-url ${material.proxyUrl}: dialling apiservers directly would bypass the proxy`);
   }
+  if (material.server.protocol !== 'https:') {
+    throw new BalancerError('ERR_KUBECONFIG', `the current cluster's server ${material.server.href} is not https: (a local proxy such as kubectl proxy has nothing to balance)`);
+  }
   // Filled in below; the resolver may ask for credentials while the balancer is being built.
   const built: { balancer?: Balancer } = {};
   let cached: { at: number; headers: Promise<Record<string, string>> } | undefined;

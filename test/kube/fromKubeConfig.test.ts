@@ -98,7 +98,7 @@ test.serial('an endpoint whose certificate does not verify gets no request, and 
   }
 });
 
-test.serial('proxy-url: not attached, with a warning; the KubeConfig still goes through its proxy untouched', async (t) => {
+test.serial('proxy-url, or a plain http: server: not attached, with a warning; the KubeConfig is untouched', async (t) => {
   const warnings: Error[] = [];
   const onWarning = (w: Error): void => void warnings.push(w);
   process.on('warning', onWarning);
@@ -115,6 +115,13 @@ test.serial('proxy-url: not attached, with a warning; the KubeConfig still goes 
     await attachment.detach();
     const error = await t.throwsAsync(fromKubeConfig(kc), { instanceOf: BalancerError });
     t.is(error.code, 'ERR_KUBECONFIG');
+
+    // A plain http: server (kubectl proxy) has nothing to balance.
+    const local = kubeConfig({ server: 'http://127.0.0.1:1', insecure: true });
+    const notAttached = await attachToKubeConfig(local);
+    t.false(notAttached.attached);
+    t.regex(notAttached.reason ?? '', /plain http/);
+    t.is((await t.throwsAsync(fromKubeConfig(local), { instanceOf: BalancerError })).code, 'ERR_KUBECONFIG');
   } finally {
     process.off('warning', onWarning);
   }
