@@ -55,6 +55,7 @@ class Connection {
   }
 
   start(): void {
+    this.#balancer.host.totals.requests++;
     this.#balancer.host.budget.requests++;
     this.#attempt(undefined, undefined);
   }
@@ -127,6 +128,7 @@ class Connection {
   }
 
   #fail(error: Error): void {
+    this.#balancer.host.totals.failed++;
     this.#balancer.host.budget.requests--;
     this.#callback(error, undefined as unknown as Duplex);
   }

@@ -180,6 +180,7 @@ test.serial('an instance crashes while an informer runs and objects are created:
 });
 
 test.serial('a fourth instance joins the EndpointSlice: informer watches spread to it within watches / maxPerSecond seconds, and none misses an event', async (t) => {
+  const baseline = activeResources();
   const cluster = await ApiserverCluster.start();
   const kc = kubeConfig(cluster);
   const maxPerSecond = 2;
@@ -244,4 +245,5 @@ test.serial('a fourth instance joins the EndpointSlice: informer watches spread 
     await attachment.detach();
     await cluster.close();
   }
+  t.deepEqual(await leftOver(baseline), {}, 'the EndpointSlice watch, probes and pools are all gone');
 });
