@@ -83,7 +83,9 @@ export class Candidates {
    *   as if they had weight 1 (RFC 2782 errata, Go's `net`).
    * - Panic: when no level has `panicThreshold` of its endpoints ready, health is not to be trusted
    *   and every endpoint that is not removed is a candidate, each level weighted by its size, so
-   *   weights of different levels (which SRV never compares) do not decide.
+   *   weights of different levels (which SRV never compares) do not decide — except endpoints that
+   *   refused or never answered a connection (`unreachable`), which no health check misjudged,
+   *   unless every endpoint is such.
    */
   static select(endpoints: Iterable<Endpoint>, options: SelectOptions, clock: Clock): Candidates {
     const byPriority = new Map<number, Endpoint[]>();
@@ -95,10 +97,17 @@ export class Candidates {
       else byPriority.set(endpoint.priority, [endpoint]);
       count++;
     }
-    const levels = [...byPriority.entries()].sort((a, b) => a[0] - b[0]).map(([, level]) => level);
+    let levels = [...byPriority.entries()].sort((a, b) => a[0] - b[0]).map(([, level]) => level);
     const ready = levels.map((level) => level.filter((e) => e.state === 'ready'));
     const panic =
       options.panicThreshold > 0 && levels.length > 0 && levels.every((level, k) => ready[k]!.length < options.panicThreshold * level.length);
+    if (panic) {
+      const reachable = levels.map((level) => level.filter((e) => !e.unreachable)).filter((level) => level.length > 0);
+      if (reachable.length > 0) {
+        levels = reachable;
+        count = reachable.reduce((n, level) => n + level.length, 0);
+      }
+    }
     const loads = panic ? levels.map((level) => level.length / count) : spill(levels.map((level, k) => ready[k]!.length / level.length));
     const spread = loads.filter((load) => load > 0).length > 1;
     const chosen: Endpoint[] = [];

@@ -68,6 +68,11 @@ export class Endpoint {
   weightFactor = 1;
   /** Set once the resolver stops listing it: no new requests, in-flight ones finish. */
   removed = false;
+  /**
+   * Set by health while the endpoint is out because it refused or never answered a connection (not
+   * for a mere 5xx or 429): panic mode, which distrusts health, still does not send traffic there.
+   */
+  unreachable = false;
   /** Clock time (ms) it last answered anything; a timeout right after an answer is no black hole. */
   lastAnswerAt = -Infinity;
   inFlight = 0;

@@ -351,7 +351,14 @@ export class Balancer extends undici.Dispatcher {
       // A refused stream (graceful GOAWAY) and errors that are not the endpoint's say nothing of its health.
       if (outcome.kind === 'other' || outcome.kind === 'refused') return this.#health.releaseProbation(endpoint);
       endpoint.failures++;
-      const silent = outcome.kind === 'unresponsive' && this.#conclusiveTimeout(endpoint, 2 * this.#options.pingInterval, this.#options.pingInterval);
+      const connectTimeout = outcome.kind === 'connect' && isTimeout(outcome.error);
+      // A connection that could not be set up in time, during our own stall, proves nothing.
+      if (connectTimeout && !this.#conclusiveTimeout(endpoint, this.#options.connectTimeout, this.#options.connectTimeout)) {
+        return this.#health.releaseProbation(endpoint);
+      }
+      // Silent: a PING went unanswered, or TCP was accepted but TLS never answered (a black hole).
+      // Ejecting it as unreachable also frees the requests stuck on its open connections.
+      const silent = connectTimeout || (outcome.kind === 'unresponsive' && this.#conclusiveTimeout(endpoint, 2 * this.#options.pingInterval, this.#options.pingInterval));
       if (outcome.kind === 'connect' || outcome.kind === 'tls' || silent) {
         this.#health.connectFailure(endpoint, silent ? 'unreachable' : (outcome.kind as 'connect' | 'tls'));
         // The endpoint may be gone for good: let the resolver look again (it rate-limits itself).
@@ -416,6 +423,9 @@ export class Balancer extends undici.Dispatcher {
     } catch (error) {
       const kind = classifyError(error);
       if ((kind === 'timeout' || kind === 'unresponsive') && !this.#conclusiveTimeout(endpoint, settings.timeoutMs, settings.timeoutMs)) return undefined;
+      if (kind === 'connect' && isTimeout(error as Error)) {
+        return this.#conclusiveTimeout(endpoint, this.#options.connectTimeout, this.#options.connectTimeout) ? 'unreachable' : undefined;
+      }
       if (kind === 'connect' || kind === 'tls') return kind;
       // Connected but no answer in time: a black hole, or not talking.
       return 'unreachable';
@@ -557,6 +567,11 @@ function isShutdownResponse(headers: Record<string, string | string[] | undefine
   if (String(headers.connection ?? '').toLowerCase().includes('close')) return true;
   if (body.includes('shutting down')) return true;
   return false;
+}
+
+function isTimeout(error: Error): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT';
 }
 
 const PICK_SHORT = { longRunning: false } as const;

@@ -245,6 +245,7 @@ export class HealthTracker {
     h.probePasses = 0;
     h.consecutiveFailures = 0;
     endpoint.state = 'ejected';
+    endpoint.unreachable = reason === 'connect' || reason === 'tls' || reason === 'unreachable';
     h.timer = this.#clock.setTimeout(() => {
       h.timer = undefined;
       if (endpoint.state !== 'ejected') return;
@@ -261,6 +262,7 @@ export class HealthTracker {
     this.#probing.delete(endpoint);
     h.probePasses = 0;
     endpoint.state = 'draining';
+    endpoint.unreachable = false;
     this.#listener.drain(endpoint, reason);
     this.#listener.changed();
   }
@@ -272,6 +274,7 @@ export class HealthTracker {
     h.probePasses = 0;
     h.consecutiveFailures = 0;
     endpoint.state = 'ready';
+    endpoint.unreachable = false;
     if (slowStart) endpoint.readySince = this.#clock.now();
     this.#listener.restore(endpoint, via);
     this.#listener.changed();

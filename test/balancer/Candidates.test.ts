@@ -33,6 +33,19 @@ test('only ready endpoints are candidates, weighted by weight × weightFactor', 
   t.is(candidates.total, 4.5);
 });
 
+test('panic mode leaves out endpoints that refused or never answered a connection, unless all did', (t) => {
+  const list = withStates([endpoint(1), endpoint(2), endpoint(3)], ['ready', 'ejected', 'draining']);
+  list[1]!.unreachable = true;
+  const panic = select(list);
+  t.true(panic.panic);
+  t.deepEqual(panic.endpoints.map((e) => e.address), ['10.0.0.1', '10.0.0.3'], 'the draining one may be a misjudged health check; the refused one is not');
+  for (const e of list) {
+    e.state = 'ejected';
+    e.unreachable = true;
+  }
+  t.deepEqual(select(list).endpoints.map((e) => e.address), ['10.0.0.1', '10.0.0.2', '10.0.0.3'], 'every endpoint down: try them all');
+});
+
 test('removed endpoints are never candidates, not even in panic mode', (t) => {
   const list = [endpoint(1), endpoint(2), endpoint(3)];
   list[0]!.removed = true;
