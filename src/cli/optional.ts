@@ -10,7 +10,8 @@ export async function optional<T>(load: () => Promise<T>, packages: readonly str
     const { code, message } = error as { code?: string; message?: string };
     const missing = packages.filter((p) => message?.includes(`'${p}'`));
     if (code === 'ERR_MODULE_NOT_FOUND' && missing.length > 0) {
-      throw new Error(`${forWhat} needs ${packages.join(' and ')}: npm install ${packages.join(' ')}`, { cause: error });
+      // The message says all there is to do; the loader's stack would only bury it.
+      throw new Error(`${forWhat} needs ${packages.join(' and ')}: npm install ${packages.join(' ')}`);
     }
     throw error;
   }
