@@ -36,6 +36,8 @@ test('kube-balancer demo --duration 6s --json: every apiserver used by kube-bala
     t.is(Math.round(balanced.perApiserver.reduce((a, p) => a + p.share, 0) * 100), 100);
     t.truthy(balanced.balancer);
     t.true(balanced.balancer!.ejections >= 1, 'the crash ejected apiserver-2');
+    t.true(balanced.balancer!.requests >= balanced.calls, "the balancer's stats() count every call");
+    t.true((balanced.balancer!.dnsQueries.success ?? 0) >= 1, 'the endpoints came from the embedded DNS server');
     t.is(single.balancer, null);
     t.is(summary.chart, chartPath);
 

@@ -3,7 +3,7 @@ import { resolve as resolvePath } from 'node:path';
 import type { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WriteStream } from 'node:tty';
-import type { Balancer } from '../../index.ts';
+import { BalancerAccount } from './BalancerAccount.ts';
 import { chartSvg } from './chart.ts';
 import { kubeBalancerClient, oneConnectionClient, type ClientNodeModule, type DemoClient } from './clients.ts';
 import { DemoCluster, USERS, type ClientKey } from './DemoCluster.ts';
@@ -11,7 +11,7 @@ import { LineView } from './LineView.ts';
 import { Meter } from './Meter.ts';
 import { scenario } from './scenario.ts';
 import { CLIENT_KEYS, type DemoEvent, type Snapshot, type View } from './snapshot.ts';
-import { summarize, summaryText, type BalancerCounts, type DemoSummary } from './summary.ts';
+import { summarize, summaryText, type DemoSummary } from './summary.ts';
 import { TerminalView } from './TerminalView.ts';
 import { Workload } from './Workload.ts';
 
@@ -47,7 +47,7 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
   const events: DemoEvent[] = [];
   const started = performance.now();
   const elapsed = (): number => performance.now() - started;
-  const balancerCounts = watchBalancer(clients.kubeBalancer.balancer!, demo, (text) => events.push({ atMs: elapsed(), text }));
+  const account = new BalancerAccount(clients.kubeBalancer.balancer!, demo, (text) => events.push({ atMs: elapsed(), text }));
   const workloads = CLIENT_KEYS.map((k) => new Workload(k8s, clients[k], { namespace: USERS[k], qps: QPS, workers: WORKERS }));
   const meter = new Meter(demo.apiservers, Date.now());
   const phases = scenario(demo.apiservers, workloads, options.durationMs);
@@ -69,12 +69,12 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
         if (action) actions.push(action);
       }
       meter.sample();
-      view.update(snapshot(demo, clients, meter, phases, phase, events, balancerCounts, elapsed(), options.durationMs));
+      view.update(snapshot(demo, clients, meter, phases, phase, events, account.retries, elapsed(), options.durationMs));
       await sleep(Math.min(TICK_MS, Math.max(1, options.durationMs - elapsed())));
     }
     const durationMs = Math.min(elapsed(), options.durationMs);
     meter.sample();
-    view.update(snapshot(demo, clients, meter, phases, phase, events, balancerCounts, durationMs, options.durationMs));
+    view.update(snapshot(demo, clients, meter, phases, phase, events, account.retries, durationMs, options.durationMs));
     view.close();
     await bounded(Promise.all(workloads.map((w) => w.stop())), 'stopping the workload');
     await bounded(Promise.all(actions), 'the last phase');
@@ -106,7 +106,7 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
     const figures = Object.fromEntries(
       CLIENT_KEYS.map((k, i) => [
         k,
-        { label: clients[k].label, via: clients[k].via, totals: meter.totals(k), workload: workloads[i]!.stats, balancer: k === 'kubeBalancer' ? { ...balancerCounts } : null },
+        { label: clients[k].label, via: clients[k].via, totals: meter.totals(k), workload: workloads[i]!.stats, balancer: k === 'kubeBalancer' ? account.counts() : null },
       ]),
     ) as Parameters<typeof summarize>[1];
     const summary = summarize(base, figures, chart);
@@ -131,29 +131,6 @@ function intro(out: Writable, demo: DemoCluster, clients: Record<ClientKey, Demo
   out.write(lines.join('\n') + '\n');
 }
 
-/** Counts kube-balancer's health decisions and retries, and tells the view about them. */
-function watchBalancer(balancer: Balancer, demo: DemoCluster, event: (text: string) => void): BalancerCounts {
-  const counts: BalancerCounts = { ejections: 0, drains: 0, restores: 0, retries: 0, retriesByReason: {} };
-  const name = (e: { address: string; port: number }): string => demo.apiservers.find((a) => a.address === `${e.address}:${e.port}`)?.name ?? `${e.address}:${e.port}`;
-  balancer.on('eject', (e, reason, ms) => {
-    counts.ejections++;
-    event(`kube-balancer ejected ${name(e)} (${reason}) for ${(ms / 1000).toFixed(1)} s`);
-  });
-  balancer.on('drain', (e, reason) => {
-    counts.drains++;
-    event(`kube-balancer drains ${name(e)}: ${reason === 'shutdown' ? 'it answered 429 shutting down' : '/readyz failed'}; no new requests go there`);
-  });
-  balancer.on('restore', (e, via) => {
-    counts.restores++;
-    event(`kube-balancer sends ${name(e)} requests again (${via === 'probation' ? 'a probation request succeeded' : via === 'probe' ? '/readyz passes' : 'Retry-After is over'})`);
-  });
-  balancer.on('retry', ({ reason }) => {
-    counts.retries++;
-    counts.retriesByReason[reason] = (counts.retriesByReason[reason] ?? 0) + 1;
-  });
-  return counts;
-}
-
 function snapshot(
   demo: DemoCluster,
   clients: Record<ClientKey, DemoClient>,
@@ -161,7 +138,7 @@ function snapshot(
   phases: Snapshot['phases'],
   phase: number,
   events: readonly DemoEvent[],
-  counts: BalancerCounts,
+  retries: number,
   elapsedMs: number,
   durationMs: number,
 ): Snapshot {
@@ -180,7 +157,7 @@ function snapshot(
       clients: Object.fromEntries(CLIENT_KEYS.map((k) => [k, { ...clients[k].load(a), rate: rates[k][i] ?? 0 }])) as Snapshot['rows'][number]['clients'],
     })),
     events,
-    retries: counts.retries,
+    retries,
   };
 }
 

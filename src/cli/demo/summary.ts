@@ -32,13 +32,22 @@ export interface ClientSummary {
   balancer: BalancerCounts | null;
 }
 
+/** kube-balancer's own account, from `balancer.stats()`, plus drains and restores counted from its events. */
 export interface BalancerCounts {
+  /** Requests the balancer took from client-node (a retried one counts once), and those that failed. */
+  requests: number;
+  failed: number;
   ejections: number;
+  ejectionsByReason: Record<string, number>;
   drains: number;
   restores: number;
   retries: number;
-  /** Retries by reason (`connect`, `reset`, `shutdown`, …). */
+  /** Retries by why the previous attempt failed (`connect`, `reset`, `throttled`, …). */
   retriesByReason: Record<string, number>;
+  /** Retries the retry budget refused. */
+  retriesRefused: number;
+  /** DNS queries by result (`success`, `nxdomain`, `timeout`, …). */
+  dnsQueries: Record<string, number>;
 }
 
 export interface ClientFigures {
@@ -105,12 +114,15 @@ export function summaryText(s: DemoSummary): string {
   for (const k of CLIENT_KEYS) lines.push(`${s.clients[k].label}: ${s.clients[k].via}`);
   const b = s.clients.kubeBalancer.balancer;
   if (b) {
-    const reasons = Object.entries(b.retriesByReason)
-      .map(([reason, n]) => `${reason} ${n}`)
-      .join(', ');
+    const reasons = (counts: Record<string, number>): string => {
+      const list = Object.entries(counts).map(([reason, n]) => `${reason} ${n}`);
+      return list.length ? ` (${list.join(', ')})` : '';
+    };
+    const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
     lines.push(
-      `kube-balancer: ${b.ejections} ejection${b.ejections === 1 ? '' : 's'}, ${b.drains} drain${b.drains === 1 ? '' : 's'}, ${b.restores} restore${b.restores === 1 ? '' : 's'}, ` +
-        `${b.retries} request${b.retries === 1 ? '' : 's'} retried on another apiserver${reasons ? ` (${reasons})` : ''}`,
+      `kube-balancer's stats(): ${plural(b.requests, 'request')}, ${b.failed} ended in an error${b.failed ? ' (watches cut by the crash are among them)' : ''};`,
+      `  ${plural(b.ejections, 'ejection')}${reasons(b.ejectionsByReason)}, ${plural(b.drains, 'drain')}, ${plural(b.restores, 'restore')}; ` +
+        `${b.retries} ${b.retries === 1 ? 'retry' : 'retries'} on another apiserver${reasons(b.retriesByReason)}`,
     );
   }
   for (const k of CLIENT_KEYS) for (const e of s.clients[k].errors) lines.push(`${s.clients[k].label} error: ${e}`);
