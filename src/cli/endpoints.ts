@@ -47,6 +47,47 @@ export function openResolver(target: string, dnsServers: readonly string[] = [])
   }
 }
 
+/** DNS gives up after 10 s on its own; this only guards against a resolver that never answers. */
+const GIVE_UP_MS = 15_000;
+
+/**
+ * The first resolution round's endpoints, with its partial failures as warnings; throws if it
+ * found none. A round reports its failures just before its endpoints, in the same tick, so an
+ * error settles the outcome only if no endpoints follow it. Closes the resolver.
+ */
+export async function resolveOnce(resolver: Resolver, target: string): Promise<{ endpoints: readonly EndpointAddress[]; warnings: string[] }> {
+  const errors: Error[] = [];
+  const warnings: string[] = [];
+  try {
+    const endpoints = await new Promise<readonly EndpointAddress[] | undefined>((done, fail) => {
+      const timer = setTimeout(() => fail(new Error(`${target}: no answer within ${GIVE_UP_MS / 1000} s`)), GIVE_UP_MS);
+      const finish = (set: readonly EndpointAddress[] | undefined): void => {
+        clearTimeout(timer);
+        done(set);
+      };
+      try {
+        resolver.start({
+          endpoints: finish,
+          error: (error) => {
+            errors.push(error);
+            setImmediate(() => finish(undefined));
+          },
+          warning: (message) => warnings.push(message),
+        });
+      } catch (error) {
+        clearTimeout(timer);
+        fail(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+    if (!endpoints || endpoints.length === 0) {
+      throw new Error(`${target} resolved to no endpoint${errors.length ? `: ${errors.map((e) => e.message).join('; ')}` : ''}`);
+    }
+    return { endpoints, warnings: [...warnings, ...errors.map((e) => e.message)] };
+  } finally {
+    await resolver.close?.();
+  }
+}
+
 export function toRow(e: EndpointAddress): EndpointRow {
   return { address: e.address, port: e.port, priority: e.priority ?? 0, weight: e.weight ?? 1, ttl: e.ttl ?? null, source: e.source ?? null };
 }

@@ -5,7 +5,7 @@ import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
 import { duration, EXIT, parse, UsageError } from './args.ts';
 import { checkEndpoint, type EndpointCheck } from './checkEndpoint.ts';
 import type { Command } from './command.ts';
-import { DNS_SERVER_HELP, openResolver } from './endpoints.ts';
+import { DNS_SERVER_HELP, openResolver, resolveOnce } from './endpoints.ts';
 import { loadClusterAccess, type ClusterAccess } from './kubeconfig.ts';
 import { table } from './table.ts';
 
@@ -54,7 +54,7 @@ Exit codes: 0 every apiserver verified and ready, 1 a problem was found (or none
     let endpoints: readonly EndpointAddress[];
     if (resolver) {
       target = values.target!;
-      endpoints = await resolveOnce(resolver, target, timeoutMs);
+      endpoints = (await resolveOnce(resolver, target)).endpoints;
     } else {
       target = 'the default/kubernetes EndpointSlice';
       endpoints = await endpointSliceAddresses(access, timeoutMs);
@@ -100,30 +100,6 @@ function tlsFailure(c: EndpointCheck): string {
   if (c.tls.protocol === null) return `no connection (${c.tls.error})`;
   if (c.tls.error === 'ERR_TLS_CERT_ALTNAME_INVALID') return 'wrong name';
   return `untrusted (${c.tls.error})`;
-}
-
-async function resolveOnce(resolver: ReturnType<typeof openResolver>, target: string, timeoutMs: number): Promise<readonly EndpointAddress[]> {
-  try {
-    return await new Promise((resolve, reject) => {
-      const errors: Error[] = [];
-      const timer = setTimeout(() => reject(new Error(`${target}: no answer within ${timeoutMs} ms`)), Math.max(timeoutMs, 11_000));
-      resolver.start({
-        endpoints: (set) => {
-          clearTimeout(timer);
-          resolve(set);
-        },
-        error: (error) => {
-          errors.push(error);
-          setImmediate(() => {
-            clearTimeout(timer);
-            reject(new Error(`${target} resolved to no endpoint: ${errors.map((e) => e.message).join('; ')}`));
-          });
-        },
-      });
-    });
-  } finally {
-    await resolver.close?.();
-  }
 }
 
 /**
