@@ -1,6 +1,8 @@
 import { USERS, type Apiserver, type ClientKey } from './DemoCluster.ts';
 
 const CLIENTS = Object.keys(USERS) as ClientKey[];
+/** The balancer's own health probes: not the workload, whoever's credentials they carry. */
+const HEALTH = /^\/(?:readyz|livez|healthz)(?:[/?]|$)/;
 const CLIENT_OF_USER = new Map(CLIENTS.map((c) => [USERS[c] as string, c]));
 
 /**
@@ -33,7 +35,7 @@ export class Meter {
         const record = log[k]!;
         this.#lastId[i] = record.id;
         const client = CLIENT_OF_USER.get(record.user);
-        if (!client) continue; // health probes, anonymous
+        if (!client || HEALTH.test(record.path)) continue;
         const bucket = Math.max(0, Math.floor((record.time - this.startMs) / this.bucketMs));
         const series = this.#counts[client][i]!;
         while (series.length <= bucket) series.push(0);
