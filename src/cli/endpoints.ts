@@ -37,6 +37,9 @@ export function openResolver(target: string, dnsServers: readonly string[] = [])
     if (!server) throw new UsageError(`--dns-server "${spec}" is not an IP address with an optional port (10.96.0.10, 127.0.0.1:5353, [::1]:53)`);
     return server;
   });
+  if (/^kubernetes:/i.test(target)) {
+    throw new UsageError(`${target}: a kubernetes: target is read through a cluster's API, which needs a kubeconfig: kube-balancer probe --target ${target}`);
+  }
   try {
     return createResolver(target, { clock: systemClock, dns: { ...dnsCacheDefaults, ...(servers.length ? { servers } : {}) } });
   } catch (error) {

@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
-import type { RequestOptions } from 'node:https';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Pem } from '../options.ts';
+import { readKubeConfig } from '../kube/readKubeConfig.ts';
 import { optional } from './optional.ts';
 
 /** What `probe` needs from a kubeconfig: where the cluster is, how to verify it, how to authenticate. */
@@ -13,19 +15,21 @@ export interface ClusterAccess {
   server: URL;
   /** The name every apiserver certificate must cover: `tls-server-name`, else the server's host (an IP stays an IP). */
   name: string;
-  ca: Buffer | string | undefined;
-  cert: Buffer | string | undefined;
-  key: Buffer | string | undefined;
+  ca: Pem | Pem[] | undefined;
+  cert: Pem | undefined;
+  key: Pem | undefined;
   /** `false` when the kubeconfig says `insecure-skip-tls-verify`. */
   verify: boolean;
   /** Credentials (`authorization` from a token, token file or exec plugin). */
   headers: Record<string, string>;
+  /** The loaded kubeconfig, current context set. */
+  kubeConfig: KubeConfig;
 }
 
 /**
- * Reads a kubeconfig with `@kubernetes/client-node` and takes the TLS material its own requests
- * would use (`applyToHTTPSOptions`). The one place that maps a kubeconfig to TLS settings in the CLI,
- * so the Kubernetes integration's `fromKubeConfig` can replace it.
+ * Loads a kubeconfig with `@kubernetes/client-node` and reads its current context the way
+ * `fromKubeConfig` does (`readKubeConfig`: client-node's own `applyToHTTPSOptions`), so the
+ * probe checks exactly the TLS material and credentials the balancer would use.
  */
 export async function loadClusterAccess(file: string | undefined, context: string | undefined): Promise<ClusterAccess> {
   const { KubeConfig } = await optional(() => import('@kubernetes/client-node'), ['@kubernetes/client-node'], 'reading a kubeconfig');
@@ -50,24 +54,17 @@ export async function loadClusterAccess(file: string | undefined, context: strin
   }
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error(`${source} has no current context or cluster: pass --context NAME`);
-  let server: URL;
-  try {
-    server = new URL(cluster.server);
-  } catch {
-    throw new Error(`the server of cluster "${cluster.name}" is not a URL: ${JSON.stringify(cluster.server)}`);
-  }
-  const options: RequestOptions & { headers?: Record<string, string> } = {};
-  await kc.applyToHTTPSOptions(options);
-  (options.agent as { destroy?: () => void } | undefined)?.destroy?.();
+  const material = await readKubeConfig(kc);
   return {
     source,
     context: kc.getCurrentContext(),
-    server,
-    name: cluster.tlsServerName ?? server.hostname.replace(/^\[|\]$/g, ''),
-    ca: options.ca as Buffer | undefined,
-    cert: options.cert as Buffer | undefined,
-    key: options.key as Buffer | undefined,
-    verify: options.rejectUnauthorized !== false,
-    headers: Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)])),
+    server: material.server,
+    name: material.tls.servername ?? material.server.hostname.replace(/^\[|\]$/g, ''),
+    ca: Array.isArray(material.tls.ca) ? [...(material.tls.ca as readonly Pem[])] : (material.tls.ca as Pem | undefined),
+    cert: material.tls.cert,
+    key: material.tls.key,
+    verify: material.tls.rejectUnauthorized !== false,
+    headers: material.headers,
+    kubeConfig: kc,
   };
 }

@@ -1,11 +1,10 @@
-import { isIP } from 'node:net';
-import tls, { type PeerCertificate } from 'node:tls';
-import { Agent, request } from 'undici';
+import type { Balancer, BalancerError } from '../index.ts';
+import { fromKubeConfig } from '../kube/fromKubeConfig.ts';
 import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
 import { duration, EXIT, parse, UsageError } from './args.ts';
 import { checkEndpoint, type EndpointCheck } from './checkEndpoint.ts';
 import type { Command } from './command.ts';
-import { DNS_SERVER_HELP, openResolver, resolveOnce } from './endpoints.ts';
+import { DNS_SERVER_HELP } from './endpoints.ts';
 import { loadClusterAccess, type ClusterAccess } from './kubeconfig.ts';
 import { table } from './table.ts';
 
@@ -21,11 +20,12 @@ latency. Says what to fix for each problem.
 options:
   --kubeconfig FILE  default: $KUBECONFIG, else ~/.kube/config, else the in-cluster service account
   --context NAME     default: the kubeconfig's current-context
-  --target URI       which apiservers to check (dns+srv:///…, dns:///name:port, static:///ip:port,…);
-                     default: the addresses of the default/kubernetes EndpointSlice, read through
-                     the kubeconfig's server
+  --target URI       which apiservers to check: dns+srv:///…, dns:///name:port, static:///ip:port,…,
+                     kubernetes:///namespace/service; default: where kube-balancer would look —
+                     the default/kubernetes EndpointSlice, read through the kubeconfig's server
+                     (in a cluster, the kubernetes-headless SRV records first)
 ${DNS_SERVER_HELP}
-  --timeout TIME     per connection and request (default 5s)
+  --timeout TIME     per connection and request, and for finding the apiservers (default 5s)
   --json             print {"kubeconfig", "context", "server", "name", "target", "ok", "problems",
                      "endpoints": [{address, port, tls, readyz, latencyMs, problems}]}
   -h, --help         this help
@@ -43,22 +43,8 @@ Exit codes: 0 every apiserver verified and ready, 1 a problem was found (or none
       json: { type: 'boolean' },
     });
     const timeoutMs = duration('--timeout', values.timeout);
-    if (values['dns-server'] && !values.target) throw new UsageError('--dns-server needs --target');
-    // A bad target is a usage error: find out before reading any file.
-    const resolver = values.target === undefined ? undefined : openResolver(values.target, values['dns-server']);
-    const access = await loadClusterAccess(values.kubeconfig, values.context).catch(async (error: unknown) => {
-      await resolver?.close?.();
-      throw error;
-    });
-    let target: string;
-    let endpoints: readonly EndpointAddress[];
-    if (resolver) {
-      target = values.target!;
-      endpoints = (await resolveOnce(resolver, target)).endpoints;
-    } else {
-      target = 'the default/kubernetes EndpointSlice';
-      endpoints = await endpointSliceAddresses(access, timeoutMs);
-    }
+    const access = await loadClusterAccess(values.kubeconfig, values.context);
+    const { target, endpoints } = await discover(access, values.target, values['dns-server'] ?? [], timeoutMs);
     const checks = await Promise.all(endpoints.map((e) => checkEndpoint(e, access, timeoutMs)));
     const problems = checks.flatMap((c) => c.problems);
     if (!access.verify) problems.unshift(`the kubeconfig turns certificate verification off (insecure-skip-tls-verify): kube-balancer would too; the TLS results say what verification would find`);
@@ -103,55 +89,37 @@ function tlsFailure(c: EndpointCheck): string {
 }
 
 /**
- * The apiservers the cluster itself lists: the ready addresses of the `default/kubernetes`
- * EndpointSlice (kept by the apiservers' lease reconciler), read once through the kubeconfig's server.
+ * The apiservers kube-balancer would use for this kubeconfig: `fromKubeConfig`'s own discovery
+ * (the target, or its default), asked once. The kubeconfig's server is left out: it is where
+ * requests go only when every discovered apiserver is down, not one to check.
  */
-async function endpointSliceAddresses(access: ClusterAccess, timeoutMs: number): Promise<EndpointAddress[]> {
-  const agent = new Agent({
-    connect: {
-      ca: access.ca,
-      cert: access.cert,
-      key: access.key,
-      servername: isIP(access.name) ? undefined : access.name,
-      rejectUnauthorized: access.verify,
-      checkServerIdentity: (_host: string, cert: PeerCertificate) => tls.checkServerIdentity(access.name, cert),
-      timeout: timeoutMs,
-    },
-  });
-  const path = '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes';
-  const where = `the default/kubernetes EndpointSlice through ${access.server.origin}`;
+async function discover(access: ClusterAccess, target: string | undefined, dnsServers: string[], timeoutMs: number): Promise<{ target: string; endpoints: EndpointAddress[] }> {
+  let balancer: Balancer;
   try {
-    const res = await request(new URL(path, access.server), { headers: access.headers, dispatcher: agent, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-    const body = await res.body.text();
-    if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}${body ? ` ${body.slice(0, 120).replace(/\s+/g, ' ')}` : ''}`);
-    const endpoints = parseSlices(JSON.parse(body) as SliceList);
-    if (endpoints.length === 0) throw new Error('it lists no ready address');
-    return endpoints;
+    balancer = await fromKubeConfig(access.kubeConfig, {
+      ...(target === undefined ? {} : { target }),
+      ...(dnsServers.length ? { dns: { servers: dnsServers } } : {}),
+      bootstrap: { lastResort: false },
+      probe: false,
+    });
   } catch (error) {
-    const { code, message } = error as NodeJS.ErrnoException;
-    throw new Error(`cannot read ${where}: ${code ?? message}; name the apiservers with --target`);
+    const { code, message } = error as BalancerError;
+    if (code === 'ERR_INVALID_TARGET') throw new UsageError(`invalid target ${message.replace(/^options\.target /, '')}`);
+    if (code === 'ERR_INVALID_OPTION' && message.startsWith('options.dns')) throw new UsageError(message.replace(/^options\.dns\.servers(\[\d+\])?/, '--dns-server'));
+    throw error;
+  }
+  const where = balancer.stats().resolver.target;
+  try {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    await Promise.race([balancer.ready(), timeout]).finally(() => clearTimeout(timer));
+    return { target: where, endpoints: balancer.endpoints().map((e) => ({ address: e.address, port: e.port })) };
+  } catch (error) {
+    const cause = (error as { cause?: Error }).cause;
+    throw new Error(`cannot list the apiservers (${where}): ${cause?.message ?? (error as Error).message}; name them with --target`);
   } finally {
-    await agent.destroy();
+    await balancer.close();
   }
-}
-
-interface SliceList {
-  items?: Array<{
-    addressType?: string;
-    ports?: Array<{ name?: string; port?: number }>;
-    endpoints?: Array<{ addresses?: string[]; conditions?: { ready?: boolean } }>;
-  }>;
-}
-
-function parseSlices(list: SliceList): EndpointAddress[] {
-  const out: EndpointAddress[] = [];
-  for (const slice of list.items ?? []) {
-    const port = (slice.ports?.find((p) => p.name === 'https') ?? slice.ports?.[0])?.port;
-    if (!port || (slice.addressType !== undefined && slice.addressType !== 'IPv4' && slice.addressType !== 'IPv6')) continue;
-    for (const e of slice.endpoints ?? []) {
-      const address = e.addresses?.[0];
-      if (address && isIP(address) && e.conditions?.ready !== false) out.push({ address, port, source: 'endpointslice' });
-    }
-  }
-  return out;
 }

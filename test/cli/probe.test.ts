@@ -36,13 +36,13 @@ async function withCluster(run: (cluster: ApiserverCluster, kubeconfig: string) 
   }
 }
 
-test('every apiserver of the EndpointSlice: TLS verified by name, /readyz, latency, and what to fix', async (t) => {
+test('every apiserver of the EndpointSlice (the default target of fromKubeConfig): TLS verified by name, /readyz, latency, and what to fix', async (t) => {
   await withCluster(async (cluster, kubeconfig) => {
     const port = cluster.port;
     const text = await runCli(['probe', '--kubeconfig', kubeconfig]);
     t.is(text.code, 1, text.stderr);
     t.regex(text.stdout, /^kubeconfig .*, context simulator: server https:\/\/127\.0\.0\.2:\d+; every certificate must cover kubernetes\.default\.svc$/m);
-    t.regex(text.stdout, /^3 apiservers from the default\/kubernetes EndpointSlice$/m);
+    t.regex(text.stdout, /^3 apiservers from kubernetes:\/\/\/default\/kubernetes$/m);
     t.regex(text.stdout, new RegExp(`^127\\.0\\.0\\.2:${port}\\s+ok \\(h2\\)\\s+ok\\s+[\\d.]+ ms$`, 'm'));
     t.regex(text.stdout, new RegExp(`^127\\.0\\.0\\.3:${port}\\s+wrong name\\s+-\\s+-$`, 'm'));
     t.regex(text.stdout, new RegExp(`^127\\.0\\.0\\.4:${port}\\s+untrusted \\(\\w+\\)\\s+-\\s+-$`, 'm'));
@@ -52,7 +52,7 @@ test('every apiserver of the EndpointSlice: TLS verified by name, /readyz, laten
     const json = await runCli(['probe', '--kubeconfig', kubeconfig, '--json']);
     t.is(json.code, 1, json.stderr);
     const report = JSON.parse(json.stdout) as ProbeJson;
-    t.like(report, { kubeconfig, context: 'simulator', name: 'kubernetes.default.svc', target: 'the default/kubernetes EndpointSlice', ok: false });
+    t.like(report, { kubeconfig, context: 'simulator', name: 'kubernetes.default.svc', target: 'kubernetes:///default/kubernetes', ok: false });
     t.is(report.server, `https://127.0.0.2:${port}/`);
     t.deepEqual(
       report.endpoints.map((e) => [e.address, e.port, e.tls.ok, e.tls.error, e.readyz.status]),

@@ -88,6 +88,7 @@ test('a bad target, a bad --dns-server or no target: one line, exit 2', async (t
     [['resolve', 'static:///10.0.0.1:6443', '--dns-server', 'not-an-ip'], /--dns-server "not-an-ip" is not an IP address/],
     [['resolve'], /^kube-balancer resolve: missing <target> \(see kube-balancer resolve --help\)$/],
     [['resolve', 'static:///10.0.0.1:1', 'static:///10.0.0.2:1'], /one target only, got 2/],
+    [['resolve', 'kubernetes:///default/kubernetes'], /a kubernetes: target is read through a cluster's API, which needs a kubeconfig: kube-balancer probe --target kubernetes:\/\/\/default\/kubernetes/],
   ] as const;
   for (const [args, message] of cases) {
     const result = await runCli(args);

@@ -1,10 +1,10 @@
-// The two clients the demo compares. Both are the unmodified @kubernetes/client-node; only the
-// undici dispatcher under its requests differs, so the comparison is about where requests go.
+// The two clients the demo compares. Both are the unmodified @kubernetes/client-node with the same
+// kubeconfig; only what carries its requests differs, so the comparison is about where they go.
 import { createRequire } from 'node:module';
 import type * as ClientNode from '@kubernetes/client-node';
 import type * as Undici from 'undici';
 import { certs } from '../../../fixtures/certs/index.ts';
-import { createBalancer, type Balancer } from '../../index.ts';
+import { attachToKubeConfig, type Balancer } from '../../index.ts';
 import { SERVER_NAME, type Apiserver, type ClientKey, type DemoCluster } from './DemoCluster.ts';
 
 export type ClientNodeModule = typeof ClientNode;
@@ -56,20 +56,21 @@ function kubeConfigThrough(k8s: ClientNodeModule, yaml: string, dispatcher: Undi
   return kc;
 }
 
-/** client-node through kube-balancer: endpoints from the SRV records, TLS verified against the kubeconfig's name. */
-export function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluster): DemoClient {
-  const balancer = createBalancer({
-    target: demo.target,
-    origin: demo.server,
-    dns: { servers: [demo.dnsServer] },
-    tls: { ca: certs.ca },
-    undici: clientNodeUndici(),
-  });
-  const kubeConfig = kubeConfigThrough(k8s, demo.kubeconfig('kubeBalancer'), balancer);
+/**
+ * client-node through kube-balancer, attached the documented way: endpoints from the SRV records of
+ * the embedded DNS server, TLS and credentials from the kubeconfig. Its server is a name only the
+ * balancer gives meaning to here, so it is kept out of the endpoint set (no last resort).
+ */
+export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluster): Promise<DemoClient> {
+  const kubeConfig = new k8s.KubeConfig();
+  kubeConfig.loadFromString(demo.kubeconfig('kubeBalancer'));
+  const attachment = await attachToKubeConfig(kubeConfig, { target: demo.target, dns: { servers: [demo.dnsServer] }, bootstrap: { lastResort: false } });
+  if (!attachment.attached || !attachment.balancer) throw new Error(`kube-balancer did not attach to the kubeconfig: ${attachment.reason ?? 'no reason given'}`);
+  const balancer = attachment.balancer;
   return {
     key: 'kubeBalancer',
     label: 'kube-balancer',
-    via: '@kubernetes/client-node through kube-balancer: each request to the next apiserver the SRV records list',
+    via: '@kubernetes/client-node with attachToKubeConfig: each request to the next apiserver the SRV records list',
     short: 'client-node through kube-balancer',
     kubeConfig,
     watch: new k8s.Watch(kubeConfig),
@@ -79,7 +80,7 @@ export function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluster): De
       if (!e) return { inFlight: 0, watches: 0, state: 'unknown' };
       return { inFlight: Math.max(0, e.inFlight - e.streams), watches: e.streams, state: e.state };
     },
-    close: () => balancer.close(),
+    close: () => attachment.detach(),
   };
 }
 

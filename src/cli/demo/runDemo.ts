@@ -39,10 +39,13 @@ const STOP_MS = 5000;
 export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Promise<DemoSummary> {
   const screen = options.json ? process.stderr : process.stdout;
   const demo = await DemoCluster.start(options.servers);
-  const clients: Record<ClientKey, DemoClient> = {
-    kubeBalancer: kubeBalancerClient(k8s, demo),
-    oneConnection: oneConnectionClient(k8s, demo, demo.apiservers[0]!),
-  };
+  let clients: Record<ClientKey, DemoClient>;
+  try {
+    clients = { kubeBalancer: await kubeBalancerClient(k8s, demo), oneConnection: oneConnectionClient(k8s, demo, demo.apiservers[0]!) };
+  } catch (error) {
+    await demo.close();
+    throw error;
+  }
   const view: View = (screen as WriteStream).isTTY ? new TerminalView(screen) : new LineView(screen);
   const events: DemoEvent[] = [];
   const started = performance.now();
