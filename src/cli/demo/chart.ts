@@ -1,0 +1,101 @@
+// The demo's chart: requests/s at each apiserver over time, one panel per client, written by hand as
+// SVG 1.1 (no dependency, opens in any browser).
+
+export interface ChartInput {
+  title: string;
+  durationMs: number;
+  /** Width of the window each point averages over. */
+  stepMs: number;
+  apiservers: readonly string[];
+  /** One panel per client; `series[i][w]` is apiserver i's requests/s in window w. */
+  panels: ReadonlyArray<{ label: string; series: readonly (readonly number[])[] }>;
+  phases: ReadonlyArray<{ title: string; atMs: number; disrupts?: string | undefined }>;
+}
+
+const COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#76b7b2', '#edc948', '#ff9da7', '#9c755f'];
+const WIDTH = 960;
+const LEFT = 64;
+const RIGHT = 150;
+const TOP = 78;
+const PANEL = 210;
+const GAP = 56;
+
+export function chartSvg(input: ChartInput): string {
+  const plotWidth = WIDTH - LEFT - RIGHT;
+  const height = TOP + input.panels.length * (PANEL + GAP) + 10;
+  const peak = Math.max(1, ...input.panels.flatMap((p) => p.series.flatMap((s) => [...s])));
+  const yMax = niceCeiling(peak);
+  const x = (ms: number): number => LEFT + (Math.min(ms, input.durationMs) / input.durationMs) * plotWidth;
+  const out: string[] = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="12">`,
+    `<title>${escape(input.title)}</title>`,
+    `<rect width="${WIDTH}" height="${height}" fill="#ffffff"/>`,
+    `<text x="${LEFT}" y="24" font-size="16" font-weight="bold">${escape(input.title)}</text>`,
+  ];
+  // Phase labels across the top, staggered on two lines so neighbours do not overlap.
+  input.phases.forEach((p, i) => {
+    out.push(`<text x="${fmt(x(p.atMs) + 3)}" y="${44 + (i % 2) * 14}" fill="#555555">${escape(p.title)}</text>`);
+  });
+  input.panels.forEach((panel, n) => {
+    const top = TOP + n * (PANEL + GAP);
+    const y = (v: number): number => top + PANEL - (v / yMax) * PANEL;
+    out.push(`<g class="panel" data-client="${escape(panel.label)}">`);
+    // Disrupted stretches: from a phase that disrupts an apiserver to the next phase.
+    input.phases.forEach((p, i) => {
+      if (!p.disrupts) return;
+      const end = input.phases[i + 1]?.atMs ?? input.durationMs;
+      out.push(`<rect x="${fmt(x(p.atMs))}" y="${top}" width="${fmt(x(end) - x(p.atMs))}" height="${PANEL}" fill="#f4e3e3"/>`);
+    });
+    for (const tick of ticks(yMax)) {
+      out.push(`<line x1="${LEFT}" y1="${fmt(y(tick))}" x2="${LEFT + plotWidth}" y2="${fmt(y(tick))}" stroke="#e5e5e5"/>`);
+      out.push(`<text x="${LEFT - 6}" y="${fmt(y(tick) + 4)}" text-anchor="end" fill="#555555">${tick}</text>`);
+    }
+    for (const p of input.phases.slice(1)) {
+      out.push(`<line x1="${fmt(x(p.atMs))}" y1="${top}" x2="${fmt(x(p.atMs))}" y2="${top + PANEL}" stroke="#999999" stroke-dasharray="4 3"/>`);
+    }
+    const secondsStep = niceCeiling(input.durationMs / 1000 / 8);
+    for (let s = 0; s * 1000 <= input.durationMs; s += secondsStep) {
+      out.push(`<text x="${fmt(x(s * 1000))}" y="${top + PANEL + 16}" text-anchor="middle" fill="#555555">${s} s</text>`);
+    }
+    out.push(`<rect x="${LEFT}" y="${top}" width="${plotWidth}" height="${PANEL}" fill="none" stroke="#888888"/>`);
+    out.push(`<text x="${LEFT}" y="${top - 8}" font-size="14" font-weight="bold">${escape(panel.label)}</text>`);
+    out.push(`<text x="${LEFT - 48}" y="${top + PANEL / 2}" transform="rotate(-90 ${LEFT - 48} ${top + PANEL / 2})" text-anchor="middle" fill="#555555">requests/s</text>`);
+    panel.series.forEach((values, i) => {
+      const name = input.apiservers[i] ?? `apiserver-${i + 1}`;
+      const color = COLORS[i % COLORS.length]!;
+      const points = values.map((v, w) => `${fmt(x((w + 0.5) * input.stepMs))},${fmt(y(v))}`).join(' ');
+      out.push(
+        `<polyline class="series" data-client="${escape(panel.label)}" data-apiserver="${escape(name)}" fill="none" stroke="${color}" stroke-width="2" stroke-linejoin="round" points="${points}"/>`,
+      );
+      const ly = top + 14 + i * 18;
+      out.push(`<line x1="${LEFT + plotWidth + 14}" y1="${ly - 4}" x2="${LEFT + plotWidth + 34}" y2="${ly - 4}" stroke="${color}" stroke-width="3"/>`);
+      out.push(`<text x="${LEFT + plotWidth + 40}" y="${ly}">${escape(name)}</text>`);
+    });
+    out.push('</g>');
+  });
+  out.push('</svg>', '');
+  return out.join('\n');
+}
+
+/** 1, 2 or 5 times a power of ten, at least `v`. */
+function niceCeiling(v: number): number {
+  const power = 10 ** Math.floor(Math.log10(Math.max(v, 1e-9)));
+  for (const m of [1, 2, 5, 10]) if (m * power >= v) return m * power;
+  return 10 * power;
+}
+
+function ticks(max: number): number[] {
+  const step = niceCeiling(max / 5);
+  const out: number[] = [];
+  for (let t = 0; t <= max + 1e-9; t += step) out.push(Math.round(t * 100) / 100);
+  return out;
+}
+
+function fmt(n: number): string {
+  return String(Math.round(n * 10) / 10);
+}
+
+function escape(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
+}

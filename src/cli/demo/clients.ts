@@ -1,0 +1,128 @@
+// The two clients the demo compares. Both are the unmodified @kubernetes/client-node with the same
+// kubeconfig; only what carries its requests differs, so the comparison is about where they go.
+import { createRequire } from 'node:module';
+import type * as ClientNode from '@kubernetes/client-node';
+import type * as Undici from 'undici';
+import { certs } from '../../../fixtures/certs/index.ts';
+import { attachToKubeConfig, type Balancer } from '../../index.ts';
+import { SERVER_NAME, type Apiserver, type ClientKey, type DemoCluster } from './DemoCluster.ts';
+
+export type ClientNodeModule = typeof ClientNode;
+
+/** What one client has at one apiserver right now. */
+export interface ClientLoad {
+  /** Requests sent and not yet answered (watches excluded). */
+  inFlight: number;
+  /** Open watches. */
+  watches: number;
+  /** How the client sees the apiserver: kube-balancer's endpoint state, or whether the one connection goes there. */
+  state: string;
+}
+
+export interface DemoClient {
+  key: ClientKey;
+  label: string;
+  /** How its requests travel, for the output. */
+  via: string;
+  /** The same, in a few words, for the chart. */
+  short: string;
+  kubeConfig: ClientNode.KubeConfig;
+  /** Informers watch through this, so open watches can be counted. */
+  watch: ClientNode.Watch;
+  load(apiserver: Apiserver): ClientLoad;
+  /** kube-balancer only: the balancer under it. */
+  balancer?: Balancer;
+  close(): Promise<void>;
+}
+
+/** The undici copy client-node's `fetch` runs on; a dispatcher must be built from the same copy. */
+function clientNodeUndici(): typeof Undici {
+  return createRequire(import.meta.resolve('@kubernetes/client-node'))('undici') as typeof Undici;
+}
+
+/**
+ * A client-node `KubeConfig` whose requests (API calls, watches, informers) all go through
+ * `dispatcher`: client-node asks `applySecurityAuthentication` for each request's credentials and
+ * dispatcher, so this override is the documented hook.
+ */
+function kubeConfigThrough(k8s: ClientNodeModule, yaml: string, dispatcher: Undici.Dispatcher): ClientNode.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromString(yaml);
+  const authenticate = kc.applySecurityAuthentication.bind(kc);
+  kc.applySecurityAuthentication = async (context) => {
+    await authenticate(context);
+    context.setDispatcher(dispatcher);
+  };
+  return kc;
+}
+
+/**
+ * client-node through kube-balancer, attached the documented way: endpoints from the SRV records of
+ * the embedded DNS server, TLS and credentials from the kubeconfig. Its server is a name only the
+ * balancer gives meaning to here, so it is kept out of the endpoint set (no last resort).
+ */
+export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluster): Promise<DemoClient> {
+  const kubeConfig = new k8s.KubeConfig();
+  kubeConfig.loadFromString(demo.kubeconfig('kubeBalancer'));
+  const attachment = await attachToKubeConfig(kubeConfig, { target: demo.target, dns: { servers: [demo.dnsServer] }, bootstrap: { lastResort: false } });
+  if (!attachment.attached || !attachment.balancer) throw new Error(`kube-balancer did not attach to the kubeconfig: ${attachment.reason ?? 'no reason given'}`);
+  const balancer = attachment.balancer;
+  return {
+    key: 'kubeBalancer',
+    label: 'kube-balancer',
+    via: '@kubernetes/client-node with attachToKubeConfig: each request to the next apiserver the SRV records list',
+    short: 'client-node through kube-balancer',
+    kubeConfig,
+    watch: new k8s.Watch(kubeConfig),
+    balancer,
+    load(apiserver) {
+      const e = balancer.endpoints().find((x) => `${x.address}:${x.port}` === apiserver.address);
+      if (!e) return { inFlight: 0, watches: 0, state: 'unknown' };
+      return { inFlight: Math.max(0, e.inFlight - e.streams), watches: e.streams, state: e.state };
+    },
+    close: () => attachment.detach(),
+  };
+}
+
+/**
+ * client-node over one HTTP/2 connection to one apiserver: what a client with one connection gets
+ * behind an L4 load balancer (haproxy `mode tcp`, IPVS, a cloud NLB), which picks a server per
+ * connection, never per request.
+ */
+export function oneConnectionClient(k8s: ClientNodeModule, demo: DemoCluster, pinned: Apiserver): DemoClient {
+  const undici = clientNodeUndici();
+  const client = new undici.Client(pinned.instance.url, { allowH2: true, connect: { ca: certs.ca, servername: SERVER_NAME } });
+  const kubeConfig = kubeConfigThrough(k8s, demo.kubeconfig('oneConnection'), client);
+  const watch = countingWatch(k8s, kubeConfig);
+  return {
+    key: 'oneConnection',
+    label: 'one connection',
+    via: `@kubernetes/client-node over one HTTP/2 connection, which an L4 load balancer handed to ${pinned.name}`,
+    short: `client-node over one connection, to ${pinned.name}`,
+    kubeConfig,
+    watch,
+    load(apiserver) {
+      if (apiserver !== pinned) return { inFlight: 0, watches: 0, state: '-' };
+      const open = watch.open;
+      return { inFlight: Math.max(0, client.stats.running - open), watches: open, state: 'pinned' };
+    },
+    close: () => client.close(),
+  };
+}
+
+/** A client-node `Watch` that knows how many of its watches are open. */
+function countingWatch(k8s: ClientNodeModule, kc: ClientNode.KubeConfig): ClientNode.Watch & { open: number } {
+  class CountingWatch extends k8s.Watch {
+    open = 0;
+    override async watch(path: string, query: Record<string, string | number | boolean | undefined>, callback: (phase: string, object: unknown, raw: unknown) => void, done: (error: unknown) => void): Promise<AbortController> {
+      this.open++;
+      let ended = false;
+      return super.watch(path, query, callback, (error) => {
+        if (!ended) this.open--;
+        ended = true;
+        done(error);
+      });
+    }
+  }
+  return new CountingWatch(kc);
+}

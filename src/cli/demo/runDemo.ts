@@ -1,0 +1,171 @@
+import { writeFile } from 'node:fs/promises';
+import { resolve as resolvePath } from 'node:path';
+import type { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { WriteStream } from 'node:tty';
+import { BalancerAccount } from './BalancerAccount.ts';
+import { chartSvg } from './chart.ts';
+import { kubeBalancerClient, oneConnectionClient, type ClientNodeModule, type DemoClient } from './clients.ts';
+import { DemoCluster, USERS, type ClientKey } from './DemoCluster.ts';
+import { LineView } from './LineView.ts';
+import { Meter } from './Meter.ts';
+import { scenario } from './scenario.ts';
+import { CLIENT_KEYS, type DemoEvent, type Snapshot, type View } from './snapshot.ts';
+import { summarize, summaryText, type DemoSummary } from './summary.ts';
+import { TerminalView } from './TerminalView.ts';
+import { Workload } from './Workload.ts';
+
+export interface DemoOptions {
+  durationMs: number;
+  servers: number;
+  /** Print the summary as JSON on stdout; the live view goes to stderr. */
+  json: boolean;
+  /** Where to write the SVG chart; `undefined`: no chart. */
+  chart: string | undefined;
+  /** Resolves when the user interrupts (Ctrl-C): the demo stops early and still cleans up. */
+  interrupted?: Promise<unknown>;
+}
+
+const TICK_MS = 250;
+const QPS = 50;
+const WORKERS = 6;
+/** How long stopping may take before the demo gives up waiting (every step is bounded). */
+const STOP_MS = 5000;
+
+/**
+ * `kube-balancer demo`: the same client-node workload through kube-balancer and through one
+ * connection, against simulated apiservers that crash and drain meanwhile, watched live.
+ */
+export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Promise<DemoSummary> {
+  const screen = options.json ? process.stderr : process.stdout;
+  const demo = await DemoCluster.start(options.servers);
+  let clients: Record<ClientKey, DemoClient>;
+  try {
+    clients = { kubeBalancer: await kubeBalancerClient(k8s, demo), oneConnection: oneConnectionClient(k8s, demo, demo.apiservers[0]!) };
+  } catch (error) {
+    await demo.close();
+    throw error;
+  }
+  const view: View = (screen as WriteStream).isTTY ? new TerminalView(screen) : new LineView(screen);
+  const events: DemoEvent[] = [];
+  const started = performance.now();
+  const elapsed = (): number => performance.now() - started;
+  const account = new BalancerAccount(clients.kubeBalancer.balancer!, demo, (text) => events.push({ atMs: elapsed(), text }));
+  const workloads = CLIENT_KEYS.map((k) => new Workload(k8s, clients[k], { namespace: USERS[k], qps: QPS, workers: WORKERS }));
+  const meter = new Meter(demo.apiservers, Date.now());
+  const phases = scenario(demo.apiservers, workloads, options.durationMs);
+  const actions: Array<Promise<void>> = [];
+  const failures: string[] = [];
+  intro(screen, demo, clients, options);
+  try {
+    await clients.kubeBalancer.balancer!.ready();
+    await Promise.all(workloads.map((w) => w.start()));
+    let phase = 0;
+    let stop = false;
+    void options.interrupted?.then(() => (stop = true));
+    while (!stop && elapsed() < options.durationMs) {
+      while (phases[phase + 1] && phases[phase + 1]!.atMs <= elapsed()) {
+        const next = phases[++phase]!;
+        const action = next.run?.().catch((error: unknown) => {
+          failures.push(`${next.title}: ${(error as Error).message}`);
+        });
+        if (action) actions.push(action);
+      }
+      meter.sample();
+      view.update(snapshot(demo, clients, meter, phases, phase, events, account.retries, elapsed(), options.durationMs));
+      await sleep(Math.min(TICK_MS, Math.max(1, options.durationMs - elapsed())));
+    }
+    const durationMs = Math.min(elapsed(), options.durationMs);
+    meter.sample();
+    view.update(snapshot(demo, clients, meter, phases, phase, events, account.retries, durationMs, options.durationMs));
+    view.close();
+    await bounded(Promise.all(workloads.map((w) => w.stop())), 'stopping the workload');
+    await bounded(Promise.all(actions), 'the last phase');
+    // Requests that were on their way when the run ended count too.
+    meter.sample();
+    if (failures.length) throw new Error(`the scenario failed: ${failures.join('; ')}`);
+
+    const base = {
+      durationMs: Math.round(durationMs),
+      target: demo.target,
+      dnsServer: demo.dnsServer,
+      apiservers: demo.apiservers.map((a) => ({ name: a.name, address: a.address })),
+      phases: phases.map((p) => ({ title: p.title, atMs: Math.round(p.atMs) })),
+    };
+    let chart: string | null = null;
+    if (options.chart !== undefined) {
+      const stepMs = Math.max(500, Math.round(durationMs / 60 / 250) * 250);
+      const svg = chartSvg({
+        title: `kube-balancer demo: requests/s at each apiserver, ${demo.apiservers.length} apiservers`,
+        durationMs,
+        stepMs,
+        apiservers: demo.apiservers.map((a) => a.name),
+        panels: CLIENT_KEYS.map((k) => ({ label: `${clients[k].label}: ${clients[k].short}`, series: meter.series(k, stepMs, durationMs) })),
+        phases: phases.map((p) => ({ title: p.title, atMs: p.atMs, disrupts: p.disrupts })),
+      });
+      chart = resolvePath(options.chart);
+      await writeFile(chart, svg);
+    }
+    const figures = Object.fromEntries(
+      CLIENT_KEYS.map((k, i) => [
+        k,
+        { label: clients[k].label, via: clients[k].via, totals: meter.totals(k), workload: workloads[i]!.stats, balancer: k === 'kubeBalancer' ? account.counts() : null },
+      ]),
+    ) as Parameters<typeof summarize>[1];
+    const summary = summarize(base, figures, chart);
+    if (options.json) console.log(JSON.stringify(summary, null, 2));
+    else console.log(summaryText(summary));
+    return summary;
+  } finally {
+    view.close();
+    await bounded(Promise.all(CLIENT_KEYS.map((k) => clients[k].close())), 'closing the clients');
+    await bounded(demo.close(), 'stopping the simulated cluster');
+  }
+}
+
+function intro(out: Writable, demo: DemoCluster, clients: Record<ClientKey, DemoClient>, options: DemoOptions): void {
+  const lines = [
+    `kube-balancer demo: ${demo.apiservers.length} simulated kube-apiservers (${demo.apiservers.map((a) => `${a.name} ${a.address}`).join(', ')}),`,
+    `listed by the embedded DNS server ${demo.dnsServer} as ${demo.target}`,
+    `workload per client: ${QPS} calls/s (list, get, create, delete ConfigMaps) from ${WORKERS} workers + 3 informers, for ${options.durationMs / 1000} s`,
+    ...CLIENT_KEYS.map((k) => `  ${clients[k].label}: ${clients[k].via}`),
+    '',
+  ];
+  out.write(lines.join('\n') + '\n');
+}
+
+function snapshot(
+  demo: DemoCluster,
+  clients: Record<ClientKey, DemoClient>,
+  meter: Meter,
+  phases: Snapshot['phases'],
+  phase: number,
+  events: readonly DemoEvent[],
+  retries: number,
+  elapsedMs: number,
+  durationMs: number,
+): Snapshot {
+  const now = Date.now();
+  const rates = Object.fromEntries(CLIENT_KEYS.map((k) => [k, meter.rates(k, now)])) as Record<ClientKey, number[]>;
+  return {
+    elapsedMs,
+    durationMs,
+    phase,
+    phases,
+    labels: { kubeBalancer: clients.kubeBalancer.label, oneConnection: clients.oneConnection.label },
+    rows: demo.apiservers.map((a, i) => ({
+      name: a.name,
+      address: a.address,
+      server: a.instance.state,
+      clients: Object.fromEntries(CLIENT_KEYS.map((k) => [k, { ...clients[k].load(a), rate: rates[k][i] ?? 0 }])) as Snapshot['rows'][number]['clients'],
+    })),
+    events,
+    retries,
+  };
+}
+
+/** Waits for `work`, at most `STOP_MS`: a demo that hangs on its way out helps no one. */
+async function bounded(work: Promise<unknown>, what: string): Promise<void> {
+  const timeout = sleep(STOP_MS, 'timeout' as const, { ref: false });
+  if ((await Promise.race([work.then(() => 'done' as const), timeout])) === 'timeout') process.emitWarning(`${what} took over ${STOP_MS / 1000} s`);
+}

@@ -1,0 +1,47 @@
+import test from 'ava';
+import { chartSvg } from '../../../src/cli/demo/chart.ts';
+import { findAll, parseXml } from '../../helpers/xml.ts';
+
+const input = {
+  title: 'requests/s <per> apiserver & "client"',
+  durationMs: 10_000,
+  stepMs: 1000,
+  apiservers: ['apiserver-1', 'apiserver-2'],
+  panels: [
+    { label: 'kube-balancer', series: [[10, 12, 0, 5, 10, 10, 10, 10, 10, 10], [10, 8, 20, 15, 10, 10, 10, 10, 10, 10]] },
+    { label: "one <connection> & 'more'", series: [[20, 20, 20, 20, 20, 20, 20, 20, 20, 20], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]] },
+  ],
+  phases: [
+    { title: 'all up', atMs: 0 },
+    { title: 'crash apiserver-2 <now>', atMs: 2000, disrupts: 'apiserver-2' },
+    { title: 'back', atMs: 4000 },
+  ],
+};
+
+test('well-formed SVG: one panel per client, one series per apiserver, text escaped', (t) => {
+  const svg = chartSvg(input);
+  const root = parseXml(svg);
+  t.is(root.name, 'svg');
+  t.is(findAll(root, 'title')[0]!.text, 'requests/s &lt;per&gt; apiserver &amp; &quot;client&quot;');
+  const panels = findAll(root, 'g');
+  t.is(panels.length, 2);
+  t.is(panels[1]!.attributes['data-client'], 'one &lt;connection&gt; &amp; &apos;more&apos;');
+  for (const panel of panels) t.deepEqual(findAll(panel, 'polyline').map((p) => p.attributes['data-apiserver']), ['apiserver-1', 'apiserver-2']);
+  // The disrupted stretch is shaded in each panel: from the crash to the next phase.
+  const shaded = findAll(root, 'rect').filter((r) => r.attributes.fill === '#f4e3e3');
+  t.is(shaded.length, 2);
+});
+
+test('points: x in time order inside the plot, y higher for more requests/s, one scale for both panels', (t) => {
+  const root = parseXml(chartSvg(input));
+  const lines = findAll(root, 'polyline').map((p) => p.attributes.points!.split(' ').map((xy) => xy.split(',').map(Number) as [number, number]));
+  for (const points of lines) {
+    t.is(points.length, 10);
+    for (let i = 1; i < points.length; i++) t.true(points[i]![0] > points[i - 1]![0]);
+  }
+  const [kb1, , one1, one2] = lines;
+  // 20 req/s is drawn above 10 req/s, and 0 at the bottom, in both panels alike.
+  t.true(one1![0]![1] - one2![0]![1] < 0);
+  const height = (points: [number, number][], i: number, base: number): number => base - points[i]![1];
+  t.is(Math.round(height(one1!, 0, one2![0]![1])), Math.round(2 * height(kb1!, 0, kb1![2]![1])));
+});
