@@ -6,8 +6,9 @@ import test from 'ava';
 import * as undici from 'undici';
 import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, type Response, type TestServer } from '../../fixtures/server/TestServer.ts';
-import { createBalancer, type Balancer, type EndpointAddress, type ResolverListener } from '../../src/index.ts';
+import { createBalancer, type Balancer } from '../../src/index.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
+import { addressOf, pushResolver } from '../helpers/pushResolver.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const WATCH = '/api/v1/namespaces/default/pods?watch=true';
@@ -44,21 +45,6 @@ async function holdingServers(hosts: string[]): Promise<{ servers: TestServer[];
   };
 }
 
-/** A resolver the test drives: `push(set)` reports a new endpoint set. */
-function pushResolver(initial: EndpointAddress[]): { start(listener: ResolverListener): void; push(set: EndpointAddress[]): void } {
-  let listener: ResolverListener | undefined;
-  return {
-    start(l) {
-      listener = l;
-      l.endpoints(initial);
-    },
-    push(set) {
-      listener?.endpoints(set);
-    },
-  };
-}
-
-const addressOf = (server: TestServer): EndpointAddress => ({ address: server.host, port: server.port });
 
 async function get(balancer: Balancer, path: string): Promise<undici.Dispatcher.ResponseData> {
   return undici.request(`${ORIGIN}${path}`, { dispatcher: balancer });

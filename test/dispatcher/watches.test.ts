@@ -6,9 +6,10 @@ import * as undici from 'undici';
 import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, type Response, type TestServer } from '../../fixtures/server/TestServer.ts';
 import { balancerInternals } from '../../src/dispatcher/Balancer.ts';
-import { createBalancer, type EndpointAddress, type ResolverListener } from '../../src/index.ts';
+import { createBalancer } from '../../src/index.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { until } from '../helpers/poll.ts';
+import { addressOf, pushResolver } from '../helpers/pushResolver.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const WATCH = '/api/v1/namespaces/default/configmaps?watch=true';
@@ -31,20 +32,6 @@ async function watchServers(hosts: string[]): Promise<{ servers: TestServer[]; o
   return { servers, open };
 }
 
-function pushResolver(initial: EndpointAddress[]): { start(listener: ResolverListener): void; push(set: EndpointAddress[]): void } {
-  let listener: ResolverListener | undefined;
-  return {
-    start(l) {
-      listener = l;
-      l.endpoints(initial);
-    },
-    push(set) {
-      listener?.endpoints(set);
-    },
-  };
-}
-
-const addressOf = (server: TestServer): EndpointAddress => ({ address: server.host, port: server.port });
 
 test('a watch whose apiserver crashes mid-event ends cleanly after its last complete event; health still sees the failure', async (t) => {
   const { servers } = await watchServers(['127.0.0.2']);
