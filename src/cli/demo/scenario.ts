@@ -1,5 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Apiserver } from './DemoCluster.ts';
 import type { Workload } from './Workload.ts';
+
+const CRASH_SETTLE_MS = 100;
 
 export interface Phase {
   title: string;
@@ -32,6 +35,10 @@ export function scenario(apiservers: readonly Apiserver[], workloads: readonly W
         const resume = await Promise.all(workloads.map((w) => w.pause()));
         try {
           await crashed.instance.crash();
+          // The resets are in the clients' kernel buffers now, but a client learns of them only on
+          // its next turn of the event loop; a create written before then is lost to the crash,
+          // whatever balances it. The demo is about where requests go, so it lets them land first.
+          await sleep(CRASH_SETTLE_MS);
         } finally {
           for (const go of resume) go();
         }
