@@ -1,9 +1,9 @@
-// Discovery against a real DNS server: dnsmasq, started per test on a free loopback port. In CI a
-// missing dnsmasq fails these tests; elsewhere they are skipped with a message.
+// Discovery against a real DNS server: dnsmasq, started per test on a free loopback port. A missing
+// dnsmasq fails these tests with the package to install; they are never skipped.
 import test from 'ava';
 import * as undici from 'undici';
 import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
-import { Dnsmasq, dnsmasqBinary, leftoverDnsmasq, type DnsmasqConfig } from '../../fixtures/dnsmasq/Dnsmasq.ts';
+import { Dnsmasq, leftoverDnsmasq, type DnsmasqConfig } from '../../fixtures/dnsmasq/Dnsmasq.ts';
 import { startServers } from '../../fixtures/server/TestServer.ts';
 import { systemClock } from '../../src/clock.ts';
 import { DnsClient } from '../../src/dns/DnsClient.ts';
@@ -11,12 +11,6 @@ import { createBalancer, type Balancer } from '../../src/index.ts';
 import { until } from '../helpers/until.ts';
 
 const SRV = '_https._tcp.api.test';
-const available = dnsmasqBinary() !== undefined || process.env.CI === 'true';
-
-if (!available) {
-  console.warn('dnsmasq is not installed: skipping the dnsmasq tests (Debian: apt-get install dnsmasq-base; in CI they fail instead)');
-}
-const dnsmasqTest = available ? test.serial : test.skip;
 
 async function withDnsmasq(config: DnsmasqConfig, run: (dnsmasq: Dnsmasq) => Promise<void>): Promise<void> {
   const dnsmasq = await Dnsmasq.start(config);
@@ -33,7 +27,7 @@ function balancerOn(dnsmasq: Dnsmasq, target: string): Balancer {
 
 const view = (b: Balancer): string[] => b.endpoints().map((e) => `${e.address}:${e.port} p${e.priority} w${e.weight}`);
 
-dnsmasqTest('SRV with two priorities and different weights, addresses from the A glue', async (t) => {
+test.serial('SRV with two priorities and different weights, addresses from the A glue', async (t) => {
   await withDnsmasq(
     {
       zone: 'api.test',
@@ -62,7 +56,7 @@ dnsmasqTest('SRV with two priorities and different weights, addresses from the A
   );
 });
 
-dnsmasqTest('A/AAAA changes through --hostsdir reach the balancer within TTL + 1 s', async (t) => {
+test.serial('A/AAAA changes through --hostsdir reach the balancer within TTL + 1 s', async (t) => {
   const ttl = 2;
   await withDnsmasq({ zone: 'api.test', ttl, hosts: { 'apiservers.api.test': ['127.0.0.11', '127.0.0.12'] } }, async (dnsmasq) => {
     const balancer = balancerOn(dnsmasq, 'dns:///apiservers.api.test.:6443');
@@ -84,7 +78,7 @@ dnsmasqTest('A/AAAA changes through --hostsdir reach the balancer within TTL + 1
   });
 });
 
-dnsmasqTest('an SRV change (dnsmasq restarted on the same port) reaches the balancer within TTL + 1 s', async (t) => {
+test.serial('an SRV change (dnsmasq restarted on the same port) reaches the balancer within TTL + 1 s', async (t) => {
   const ttl = 2;
   const config = (targets: string[]): DnsmasqConfig => ({
     zone: 'api.test',
@@ -109,7 +103,7 @@ dnsmasqTest('an SRV change (dnsmasq restarted on the same port) reaches the bala
   });
 });
 
-dnsmasqTest('an answer too big for UDP comes back truncated and is fetched over TCP', async (t) => {
+test.serial('an answer too big for UDP comes back truncated and is fetched over TCP', async (t) => {
   const hostRecords = Array.from({ length: 100 }, (_, i) => ({ name: 'big.api.test', address: `127.0.1.${i + 1}` }));
   await withDnsmasq({ zone: 'api.test', ttl: 30, hostRecords }, async (dnsmasq) => {
     const client = new DnsClient(
@@ -122,7 +116,7 @@ dnsmasqTest('an answer too big for UDP comes back truncated and is fetched over 
   });
 });
 
-dnsmasqTest('end to end: three HTTPS servers found through SRV; all used; a removed record gets no request once the TTL has passed', async (t) => {
+test.serial('end to end: three HTTPS servers found through SRV; all used; a removed record gets no request once the TTL has passed', async (t) => {
   const ttl = 2;
   const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4']);
   const config = (count: number): DnsmasqConfig => ({
@@ -171,16 +165,12 @@ dnsmasqTest('end to end: three HTTPS servers found through SRV; all used; a remo
   }
 });
 
-dnsmasqTest('the harness starts dnsmasq and stops it by PID, or says that it is not installed', async (t) => {
-  if (dnsmasqBinary() === undefined) {
-    await t.throwsAsync(Dnsmasq.start({ zone: 'api.test' }), { message: /not installed/ });
-  } else {
-    const dnsmasq = await Dnsmasq.start({ zone: 'api.test' });
-    const pid = dnsmasq.pid!;
-    t.notThrows(() => process.kill(pid, 0), 'running');
-    await dnsmasq.stop();
-    t.throws(() => process.kill(pid, 0), undefined, 'gone');
-  }
+test.serial('the harness starts dnsmasq and stops it by PID', async (t) => {
+  const dnsmasq = await Dnsmasq.start({ zone: 'api.test' });
+  const pid = dnsmasq.pid!;
+  t.notThrows(() => process.kill(pid, 0), 'running');
+  await dnsmasq.stop();
+  t.throws(() => process.kill(pid, 0), undefined, 'gone');
 });
 
 test.after.always('no dnsmasq process is left behind', (t) => {
