@@ -36,18 +36,19 @@ export class ChainResolver implements Resolver {
     this.#listener = listener;
     // A target that answers at once (static:) is published before the last resort alone ever is.
     this.#startLink(0);
-    this.#lastResort?.start({
-      endpoints: (set) => {
-        if (this.#closed) return;
-        this.#lastResortSet = set;
-        this.#publish();
-      },
-      error: (error) => {
-        this.#lastResortFailed = this.#lastResortSet === undefined;
-        this.#failed(undefined, error);
-      },
-      warning: (message) => listener.warning?.(message),
-    });
+    this.#lastResort?.start(
+      this.#inner(
+        (set) => {
+          if (this.#closed) return;
+          this.#lastResortSet = set;
+          this.#publish();
+        },
+        (error) => {
+          this.#lastResortFailed = this.#lastResortSet === undefined;
+          this.#failed(undefined, error);
+        },
+      ),
+    );
   }
 
   refresh(): void {
@@ -64,24 +65,38 @@ export class ChainResolver implements Resolver {
     const link = this.#links[index];
     if (!link || link.started || this.#closed) return;
     link.started = true;
-    link.resolver.start({
-      endpoints: (set) => {
-        if (this.#closed || !link.started || set.length === 0) return;
-        link.set = set;
-        // Later ways are no longer needed: this one keeps its set even when it fails from now on.
-        this.#links.slice(index + 1).forEach((later) => this.#stop(later));
-        this.#publish();
-      },
-      error: (error) => {
-        if (this.#closed || !link.started) return;
-        if (link.set === undefined) {
-          link.failed = true;
-          this.#startLink(index + 1);
-        }
-        this.#failed(link, error);
-      },
+    link.resolver.start(
+      this.#inner(
+        (set) => {
+          if (this.#closed || !link.started || set.length === 0) return;
+          link.set = set;
+          // Later ways are no longer needed: this one keeps its set even when it fails from now on.
+          this.#links.slice(index + 1).forEach((later) => this.#stop(later));
+          this.#publish();
+        },
+        (error) => {
+          if (this.#closed || !link.started) return;
+          if (link.set === undefined) {
+            link.failed = true;
+            this.#startLink(index + 1);
+          }
+          this.#failed(link, error);
+        },
+      ),
+    );
+  }
+
+  /**
+   * The listener an inner resolver gets: the chain decides what its sets and errors mean; every
+   * optional hook (warnings, DNS query counts) goes straight on, or it would be lost inside a chain.
+   */
+  #inner(endpoints: ResolverListener['endpoints'], error: ResolverListener['error']): ResolverListener {
+    return {
+      endpoints,
+      error,
       warning: (message) => this.#listener?.warning?.(message),
-    });
+      dnsQuery: (result) => this.#listener?.dnsQuery?.(result),
+    };
   }
 
   #stop(link: Link): void {
