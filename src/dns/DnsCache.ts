@@ -41,11 +41,6 @@ interface Entry {
   error: DnsError | undefined;
 }
 
-/**
- * RFC 2308 §5: a negative answer without SOA (dnsmasq's `--local`) should not be cached, so it
- * counts as TTL 0, which `minTtl` turns into "ask again in about a second".
- */
-const NEGATIVE_TTL_WITHOUT_SOA = 0;
 /** Retry after a failure: 1 s doubling to 30 s (RFC 8767's failure recheck; RFC 9520's ≥ 1 s). */
 const RETRY_BASE = 1_000;
 const RETRY_MAX = 30_000;
@@ -116,7 +111,8 @@ export class DnsCache {
     }
     this.onQuery?.(answer.kind === 'records' ? 'success' : answer.kind);
     const now = this.#clock.now();
-    const ttl = this.#clamp(answer.ttl ?? NEGATIVE_TTL_WITHOUT_SOA);
+    // A negative answer without SOA comes with TTL 0 (not to be cached): `minTtl` makes that "ask again soon".
+    const ttl = this.#clamp(answer.ttl);
     const entry: Entry = { answer, fetchedAt: now, ttl, refreshAt: now + ttl * (0.75 + 0.15 * this.#random()), failures: 0, error: undefined };
     this.#entries.set(key, entry, { ttl: ttl + this.#options.maxStale });
     return this.#view(entry);

@@ -41,9 +41,10 @@ export interface DnsAnswer {
   glue: ReadonlyMap<string, readonly string[]>;
   /**
    * Seconds, as the server said: the minimum over the CNAME chain, the records and the glue used;
-   * for a negative answer min(SOA TTL, SOA MINIMUM) (RFC 2308 §5), `undefined` without an SOA.
+   * for a negative answer min(SOA TTL, SOA MINIMUM) (RFC 2308 §5), 0 without an SOA (dnsmasq's
+   * `--local`): such an answer is not to be cached (§5), and merged with others it must stay so.
    */
-  ttl: number | undefined;
+  ttl: number;
   transport: 'udp' | 'tcp';
 }
 
@@ -108,7 +109,7 @@ export class DnsClient {
       try {
         const answer = await this.#resolve(candidate, type, config, deadline, signal);
         if (answer.kind === 'records') return answer;
-        negative = { ...answer, ttl: minTtl(negative?.ttl, answer.ttl) };
+        negative = { ...answer, ttl: Math.min(negative?.ttl ?? Infinity, answer.ttl) };
       } catch (error) {
         if (!(error instanceof DnsError) || error.reason === 'ABORTED') throw error;
         failure ??= error;
@@ -124,7 +125,7 @@ export class DnsClient {
     const question = `${name} ${type}`;
     const seen = new Set([canonical(name)]);
     let current = name;
-    let chainTtl: number | undefined;
+    let chainTtl = Infinity;
     for (;;) {
       const { response, transport } = await this.#ask(current, type, config, deadline, signal);
       const asked = current;
@@ -133,7 +134,7 @@ export class DnsClient {
         if (!cname) break;
         if (seen.size > MAX_CNAME_HOPS || seen.has(canonical(cname.data))) throw new DnsError('CNAME_LOOP', question, `at ${cname.data}`);
         seen.add(canonical(cname.data));
-        chainTtl = minTtl(chainTtl, cname.ttl);
+        chainTtl = Math.min(chainTtl, cname.ttl);
         current = cname.data;
       }
       const records = response.answers.filter((r) => r.type === type && sameName(r.name, current));
@@ -141,7 +142,7 @@ export class DnsClient {
       // The server followed the chain but stopped before the records: ask for the target itself.
       if (response.rcode === RCODE.NOERROR && !sameName(current, asked)) continue;
       const soa = response.authorities.find((r) => r.type === 'SOA');
-      const negativeTtl = soa?.type === 'SOA' ? Math.min(soa.ttl, soa.data.minimum) : undefined;
+      const negativeTtl = soa?.type === 'SOA' ? Math.min(soa.ttl, soa.data.minimum) : 0;
       return {
         name: current,
         type,
@@ -149,7 +150,7 @@ export class DnsClient {
         addresses: [],
         srv: [],
         glue: new Map(),
-        ttl: negativeTtl === undefined ? undefined : minTtl(chainTtl, negativeTtl),
+        ttl: Math.min(chainTtl, negativeTtl),
         transport,
       };
     }
@@ -206,9 +207,8 @@ export class DnsClient {
   }
 }
 
-function positive(name: string, type: QueryType, records: WireRecord[], response: Response, chainTtl: number | undefined, transport: 'udp' | 'tcp'): DnsAnswer {
-  let ttl = chainTtl;
-  for (const r of records) ttl = minTtl(ttl, r.ttl);
+function positive(name: string, type: QueryType, records: WireRecord[], response: Response, chainTtl: number, transport: 'udp' | 'tcp'): DnsAnswer {
+  let ttl = Math.min(chainTtl, ...records.map((r) => r.ttl));
   const addresses: string[] = [];
   const srv: SrvData[] = [];
   const glue = new Map<string, string[]>();
@@ -224,16 +224,10 @@ function positive(name: string, type: QueryType, records: WireRecord[], response
       const list = glue.get(canonical(r.name)) ?? [];
       if (!list.includes(r.data)) list.push(r.data);
       glue.set(canonical(r.name), list);
-      ttl = minTtl(ttl, r.ttl);
+      ttl = Math.min(ttl, r.ttl);
     }
   }
   return { name, type, kind: 'records', addresses, srv, glue, ttl, transport };
-}
-
-function minTtl(a: number | undefined, b: number | undefined): number | undefined {
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  return Math.min(a, b);
 }
 
 function rcodeReason(rcode: number): DnsErrorReason {
