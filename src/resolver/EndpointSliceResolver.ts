@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { createInterface } from 'node:readline';
-import type { Clock, ClockTimer } from '../clock.ts';
+import { jitteredBackoff, type Clock, type ClockTimer } from '../clock.ts';
 import type { ApiClient } from './ApiClient.ts';
 import { endpointKey, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
@@ -205,8 +205,7 @@ export class EndpointSliceResolver implements Resolver {
   }
 
   #backoff(): number {
-    const ceiling = Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** Math.min(this.#failures - 1, 16));
-    return ceiling * (0.5 + 0.5 * this.#random());
+    return jitteredBackoff(this.#failures, BASE_BACKOFF_MS, MAX_BACKOFF_MS, this.#random);
   }
 
   #sleep(ms: number): Promise<void> {
