@@ -1,4 +1,4 @@
-import { endpointKey, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointKey, endpointSignature, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
 interface Link {
   readonly resolver: Resolver;
@@ -142,7 +142,7 @@ export class ChainResolver implements Resolver {
       set = [...primary, ...fallback.filter((e) => !keys.has(endpointKey(e))).map((e) => ({ ...e, priority: below }))];
     }
     if (set.length === 0) return;
-    const signature = set.map((e) => `${endpointKey(e)}/${e.weight ?? 1}/${e.priority ?? 0}`).join(',');
+    const signature = endpointSignature(set);
     if (signature === this.#published) return;
     this.#published = signature;
     listener.endpoints(set);

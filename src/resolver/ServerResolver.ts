@@ -1,7 +1,7 @@
 import { lookup as systemLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Clock, ClockTimer } from '../clock.ts';
-import { LAST_RESORT, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointSignature, LAST_RESORT, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
 export type Lookup = (hostname: string) => Promise<ReadonlyArray<{ address: string }>>;
 
@@ -24,7 +24,7 @@ export class ServerResolver implements Resolver {
   #timer: ClockTimer | undefined;
   #lastLookup = -Infinity;
   #running = false;
-  #last = '';
+  #published = '';
   #closed = false;
 
   constructor(server: URL, clock: Clock, lookup: Lookup = (hostname) => systemLookup(hostname, { all: true })) {
@@ -61,9 +61,9 @@ export class ServerResolver implements Resolver {
       const answers = await this.#lookup(this.#host);
       if (this.#closed) return;
       const set: EndpointAddress[] = [...new Set(answers.map((a) => a.address))].map((address) => ({ address, port: this.#port, source: LAST_RESORT }));
-      const key = set.map((e) => e.address).join(',');
-      if (set.length > 0 && key !== this.#last) {
-        this.#last = key;
+      const signature = endpointSignature(set);
+      if (set.length > 0 && signature !== this.#published) {
+        this.#published = signature;
         this.#listener?.endpoints(set);
       }
     } catch (error) {
