@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { DnsError, type DnsErrorReason } from './DnsError.ts';
+import { endpointKey } from '../resolver/Resolver.ts';
 import { canonical, nameProblem, sameName, searchCandidates } from './names.ts';
 import { readResolvConf, type NameServer } from './ResolvConf.ts';
 import { exchangeTcp, exchangeUdp } from './transport.ts';
@@ -174,7 +175,7 @@ export class DnsClient {
           const result = await this.#askServer(server, name, type, Math.min(timeout, remaining), signal);
           const rcode = result.response.rcode;
           if (rcode === RCODE.NOERROR || rcode === RCODE.NXDOMAIN) return result;
-          lastError = new DnsError(rcodeReason(rcode), `${name} ${type} @${serverKey(server)}`, rcode === RCODE.NOERROR ? undefined : `rcode ${rcode}`);
+          lastError = new DnsError(rcodeReason(rcode), `${name} ${type} @${endpointKey(server)}`, rcode === RCODE.NOERROR ? undefined : `rcode ${rcode}`);
         } catch (error) {
           if (!(error instanceof DnsError) || error.reason === 'ABORTED') throw error;
           lastError = error;
@@ -186,7 +187,7 @@ export class DnsClient {
   }
 
   async #askServer(server: NameServer, name: string, type: QueryType, timeout: number, signal: AbortSignal | undefined): Promise<{ response: Response; transport: 'udp' | 'tcp' }> {
-    const key = serverKey(server);
+    const key = endpointKey(server);
     for (;;) {
       const edns = !this.#noEdns.has(key);
       // A fresh crypto-random ID per try (RFC 5452), on a fresh socket with a fresh source port.
@@ -243,8 +244,4 @@ function rcodeReason(rcode: number): DnsErrorReason {
     default:
       return 'RCODE';
   }
-}
-
-function serverKey(server: NameServer): string {
-  return server.address.includes(':') ? `[${server.address}]:${server.port}` : `${server.address}:${server.port}`;
 }
