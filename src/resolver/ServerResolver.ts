@@ -18,6 +18,8 @@ const MIN_REFRESH_MS = 5_000;
 export class ServerResolver implements Resolver {
   readonly #host: string;
   readonly #port: number;
+  /** An IP server is its own answer: nothing to look up. */
+  readonly #literal: boolean;
   readonly #clock: Clock;
   readonly #lookup: Lookup;
   #listener: ResolverListener | undefined;
@@ -29,6 +31,7 @@ export class ServerResolver implements Resolver {
 
   constructor(server: URL, clock: Clock, lookup: Lookup = (hostname) => systemLookup(hostname, { all: true })) {
     this.#host = server.hostname.replace(/^\[|\]$/g, '');
+    this.#literal = isIP(this.#host) !== 0;
     this.#port = Number(server.port) || (server.protocol === 'http:' ? 80 : 443);
     this.#clock = clock;
     this.#lookup = lookup;
@@ -36,7 +39,7 @@ export class ServerResolver implements Resolver {
 
   start(listener: ResolverListener): void {
     this.#listener = listener;
-    if (isIP(this.#host) !== 0) {
+    if (this.#literal) {
       listener.endpoints([{ address: this.#host, port: this.#port, source: LAST_RESORT }]);
       return;
     }
@@ -44,7 +47,7 @@ export class ServerResolver implements Resolver {
   }
 
   refresh(): void {
-    if (isIP(this.#host) === 0 && this.#clock.now() - this.#lastLookup >= MIN_REFRESH_MS) void this.#resolve();
+    if (!this.#literal && this.#clock.now() - this.#lastLookup >= MIN_REFRESH_MS) void this.#resolve();
   }
 
   close(): void {
