@@ -175,7 +175,7 @@ export class DnsClient {
           const result = await this.#askServer(server, name, type, Math.min(timeout, remaining), signal);
           const rcode = result.response.rcode;
           if (rcode === RCODE.NOERROR || rcode === RCODE.NXDOMAIN) return result;
-          lastError = new DnsError(rcodeReason(rcode), `${name} ${type} @${endpointKey(server)}`, rcode === RCODE.NOERROR ? undefined : `rcode ${rcode}`);
+          lastError = new DnsError(rcodeReason(rcode), `${name} ${type} @${endpointKey(server)}`, `rcode ${rcode}`);
         } catch (error) {
           if (!(error instanceof DnsError) || error.reason === 'ABORTED') throw error;
           lastError = error;

@@ -22,7 +22,7 @@ export interface ResolvConf {
 /** glibc's MAXNS: further `nameserver` lines are ignored. */
 const MAX_NAMESERVERS = 3;
 
-export const resolvConfDefaults: Readonly<ResolvConf> = Object.freeze({
+const resolvConfDefaults: Readonly<ResolvConf> = Object.freeze({
   // glibc falls back to the local server when the file lists none.
   nameservers: [{ address: '127.0.0.1', port: 53 }],
   search: [],

@@ -28,7 +28,7 @@ export interface DnsResolverOptions {
 }
 
 /** The least time between a round and one that `refresh()` asks for. */
-export const MIN_ROUND_INTERVAL = 1_000;
+const MIN_ROUND_INTERVAL = 1_000;
 /**
  * The least time between two rounds the TTLs ask for. Each answer is refreshed on its own schedule
  * (never sooner than 75 % of `minTtl` after it was fetched), so this only guards against a tight loop.
