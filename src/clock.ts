@@ -17,3 +17,13 @@ export const systemClock: Clock = {
   setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
   clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
 };
+
+/**
+ * The wait before retrying after `failures` failures in a row: `baseMs` doubling up to `maxMs`, then a
+ * random point in the upper half of that, so that clients which failed together do not retry in step,
+ * at the cap included.
+ */
+export function jitteredBackoff(failures: number, baseMs: number, maxMs: number, random: () => number): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(failures - 1, 16));
+  return ceiling * (0.5 + 0.5 * random());
+}

@@ -89,8 +89,9 @@ export interface DnsOptions {
   maxTtl?: number;
   /**
    * Milliseconds an answer is still used after its TTL while refreshing fails (SERVFAIL, REFUSED,
-   * timeouts), and how long the last endpoints are kept after DNS starts saying NXDOMAIN/NODATA.
-   * Default 3600000 (1 h), the low end of what RFC 8767 suggests.
+   * timeouts), and how long a DNS resolver keeps the last endpoints after DNS starts saying
+   * NXDOMAIN/NODATA before it reports an empty set. A balancer keeps its endpoints regardless:
+   * nothing from the network empties its set. Default 3600000 (1 h), the low end of what RFC 8767 suggests.
    */
   maxStale?: number;
 }

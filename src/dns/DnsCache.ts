@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { Clock } from '../clock.ts';
+import { jitteredBackoff, type Clock } from '../clock.ts';
 import type { DnsAnswer, DnsClient } from './DnsClient.ts';
 import { DnsError } from './DnsError.ts';
 import type { QueryType } from './wire.ts';
@@ -41,13 +41,8 @@ interface Entry {
   error: DnsError | undefined;
 }
 
-/**
- * RFC 2308 §5: a negative answer without SOA (dnsmasq's `--local`) should not be cached, so it
- * counts as TTL 0, which `minTtl` turns into "ask again in about a second".
- */
-const NEGATIVE_TTL_WITHOUT_SOA = 0;
-/** Retry after a failure: 1 s doubling to 30 s (RFC 8767's failure recheck; RFC 9520's ≥ 1 s). */
-const RETRY_BASE = 1_000;
+/** Retry after a failure: after 1–2 s, doubling to 15–30 s (RFC 8767's failure recheck; RFC 9520's ≥ 1 s). */
+const RETRY_BASE = 2_000;
 const RETRY_MAX = 30_000;
 const MAX_ENTRIES = 1_000;
 
@@ -116,7 +111,8 @@ export class DnsCache {
     }
     this.onQuery?.(answer.kind === 'records' ? 'success' : answer.kind);
     const now = this.#clock.now();
-    const ttl = this.#clamp(answer.ttl ?? NEGATIVE_TTL_WITHOUT_SOA);
+    // A negative answer without SOA comes with TTL 0 (not to be cached): `minTtl` makes that "ask again soon".
+    const ttl = this.#clamp(answer.ttl);
     const entry: Entry = { answer, fetchedAt: now, ttl, refreshAt: now + ttl * (0.75 + 0.15 * this.#random()), failures: 0, error: undefined };
     this.#entries.set(key, entry, { ttl: ttl + this.#options.maxStale });
     return this.#view(entry);
@@ -125,14 +121,13 @@ export class DnsCache {
   #failed(key: string, previous: Entry | undefined, error: DnsError): Entry {
     const now = this.#clock.now();
     const failures = (previous?.failures ?? 0) + 1;
-    const backoff = Math.min(RETRY_MAX, RETRY_BASE * 2 ** Math.min(failures - 1, 16)) * (1 + 0.5 * this.#random());
     // RFC 8767 §5: past the stale limit an answer is no longer served, whatever else fails.
     const usable = previous?.answer !== undefined && now < previous.fetchedAt + previous.ttl + this.#options.maxStale;
     const entry: Entry = {
       answer: usable ? previous.answer : undefined,
       fetchedAt: usable ? previous.fetchedAt : now,
       ttl: usable ? previous.ttl : 0,
-      refreshAt: now + Math.min(backoff, RETRY_MAX),
+      refreshAt: now + jitteredBackoff(failures, RETRY_BASE, RETRY_MAX, this.#random),
       failures,
       error,
     };

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { DnsError, type DnsErrorReason } from './DnsError.ts';
+import { endpointKey } from '../resolver/Resolver.ts';
 import { canonical, nameProblem, sameName, searchCandidates } from './names.ts';
 import { readResolvConf, type NameServer } from './ResolvConf.ts';
 import { exchangeTcp, exchangeUdp } from './transport.ts';
@@ -41,9 +42,10 @@ export interface DnsAnswer {
   glue: ReadonlyMap<string, readonly string[]>;
   /**
    * Seconds, as the server said: the minimum over the CNAME chain, the records and the glue used;
-   * for a negative answer min(SOA TTL, SOA MINIMUM) (RFC 2308 §5), `undefined` without an SOA.
+   * for a negative answer min(SOA TTL, SOA MINIMUM) (RFC 2308 §5), 0 without an SOA (dnsmasq's
+   * `--local`): such an answer is not to be cached (§5), and merged with others it must stay so.
    */
-  ttl: number | undefined;
+  ttl: number;
   transport: 'udp' | 'tcp';
 }
 
@@ -108,7 +110,7 @@ export class DnsClient {
       try {
         const answer = await this.#resolve(candidate, type, config, deadline, signal);
         if (answer.kind === 'records') return answer;
-        negative = { ...answer, ttl: minTtl(negative?.ttl, answer.ttl) };
+        negative = { ...answer, ttl: Math.min(negative?.ttl ?? Infinity, answer.ttl) };
       } catch (error) {
         if (!(error instanceof DnsError) || error.reason === 'ABORTED') throw error;
         failure ??= error;
@@ -124,7 +126,7 @@ export class DnsClient {
     const question = `${name} ${type}`;
     const seen = new Set([canonical(name)]);
     let current = name;
-    let chainTtl: number | undefined;
+    let chainTtl = Infinity;
     for (;;) {
       const { response, transport } = await this.#ask(current, type, config, deadline, signal);
       const asked = current;
@@ -133,7 +135,7 @@ export class DnsClient {
         if (!cname) break;
         if (seen.size > MAX_CNAME_HOPS || seen.has(canonical(cname.data))) throw new DnsError('CNAME_LOOP', question, `at ${cname.data}`);
         seen.add(canonical(cname.data));
-        chainTtl = minTtl(chainTtl, cname.ttl);
+        chainTtl = Math.min(chainTtl, cname.ttl);
         current = cname.data;
       }
       const records = response.answers.filter((r) => r.type === type && sameName(r.name, current));
@@ -141,7 +143,7 @@ export class DnsClient {
       // The server followed the chain but stopped before the records: ask for the target itself.
       if (response.rcode === RCODE.NOERROR && !sameName(current, asked)) continue;
       const soa = response.authorities.find((r) => r.type === 'SOA');
-      const negativeTtl = soa?.type === 'SOA' ? Math.min(soa.ttl, soa.data.minimum) : undefined;
+      const negativeTtl = soa?.type === 'SOA' ? Math.min(soa.ttl, soa.data.minimum) : 0;
       return {
         name: current,
         type,
@@ -149,7 +151,7 @@ export class DnsClient {
         addresses: [],
         srv: [],
         glue: new Map(),
-        ttl: negativeTtl === undefined ? undefined : minTtl(chainTtl, negativeTtl),
+        ttl: Math.min(chainTtl, negativeTtl),
         transport,
       };
     }
@@ -173,7 +175,7 @@ export class DnsClient {
           const result = await this.#askServer(server, name, type, Math.min(timeout, remaining), signal);
           const rcode = result.response.rcode;
           if (rcode === RCODE.NOERROR || rcode === RCODE.NXDOMAIN) return result;
-          lastError = new DnsError(rcodeReason(rcode), `${name} ${type} @${serverKey(server)}`, rcode === RCODE.NOERROR ? undefined : `rcode ${rcode}`);
+          lastError = new DnsError(rcodeReason(rcode), `${name} ${type} @${endpointKey(server)}`, `rcode ${rcode}`);
         } catch (error) {
           if (!(error instanceof DnsError) || error.reason === 'ABORTED') throw error;
           lastError = error;
@@ -185,7 +187,7 @@ export class DnsClient {
   }
 
   async #askServer(server: NameServer, name: string, type: QueryType, timeout: number, signal: AbortSignal | undefined): Promise<{ response: Response; transport: 'udp' | 'tcp' }> {
-    const key = serverKey(server);
+    const key = endpointKey(server);
     for (;;) {
       const edns = !this.#noEdns.has(key);
       // A fresh crypto-random ID per try (RFC 5452), on a fresh socket with a fresh source port.
@@ -206,9 +208,8 @@ export class DnsClient {
   }
 }
 
-function positive(name: string, type: QueryType, records: WireRecord[], response: Response, chainTtl: number | undefined, transport: 'udp' | 'tcp'): DnsAnswer {
-  let ttl = chainTtl;
-  for (const r of records) ttl = minTtl(ttl, r.ttl);
+function positive(name: string, type: QueryType, records: WireRecord[], response: Response, chainTtl: number, transport: 'udp' | 'tcp'): DnsAnswer {
+  let ttl = Math.min(chainTtl, ...records.map((r) => r.ttl));
   const addresses: string[] = [];
   const srv: SrvData[] = [];
   const glue = new Map<string, string[]>();
@@ -224,16 +225,10 @@ function positive(name: string, type: QueryType, records: WireRecord[], response
       const list = glue.get(canonical(r.name)) ?? [];
       if (!list.includes(r.data)) list.push(r.data);
       glue.set(canonical(r.name), list);
-      ttl = minTtl(ttl, r.ttl);
+      ttl = Math.min(ttl, r.ttl);
     }
   }
   return { name, type, kind: 'records', addresses, srv, glue, ttl, transport };
-}
-
-function minTtl(a: number | undefined, b: number | undefined): number | undefined {
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  return Math.min(a, b);
 }
 
 function rcodeReason(rcode: number): DnsErrorReason {
@@ -249,8 +244,4 @@ function rcodeReason(rcode: number): DnsErrorReason {
     default:
       return 'RCODE';
   }
-}
-
-function serverKey(server: NameServer): string {
-  return server.address.includes(':') ? `[${server.address}]:${server.port}` : `${server.address}:${server.port}`;
 }

@@ -22,7 +22,7 @@ export interface ResolvConf {
 /** glibc's MAXNS: further `nameserver` lines are ignored. */
 const MAX_NAMESERVERS = 3;
 
-export const resolvConfDefaults: Readonly<ResolvConf> = Object.freeze({
+const resolvConfDefaults: Readonly<ResolvConf> = Object.freeze({
   // glibc falls back to the local server when the file lists none.
   nameservers: [{ address: '127.0.0.1', port: 53 }],
   search: [],
@@ -53,7 +53,7 @@ export function parseResolvConf(text: string, env: { LOCALDOMAIN?: string; RES_O
       case 'nameserver': {
         // No port syntax in the file: a server is always asked on 53.
         const address = args[0] ?? '';
-        if (conf.nameservers.length < MAX_NAMESERVERS && isIP(address.split('%')[0] ?? '') !== 0) conf.nameservers.push({ address, port: 53 });
+        if (conf.nameservers.length < MAX_NAMESERVERS && ipFamily(address) !== 0) conf.nameservers.push({ address, port: 53 });
         break;
       }
       // The last `search` or `domain` line wins; `domain` is the one-entry form.
@@ -104,13 +104,21 @@ export function parseNameServer(spec: string): NameServer | undefined {
   if (m) {
     address = m[1] ?? m[2] ?? '';
     if (m[3] !== undefined) port = Number(m[3]);
-    if (m[1] !== undefined && isIP(address.split('%')[0] ?? '') !== 6) return undefined;
+    if (m[1] !== undefined && ipFamily(address) !== 6) return undefined;
     if (m[2] !== undefined && isIP(address) !== 4) return undefined;
-  } else if (isIP(spec.split('%')[0] ?? '') === 6) {
+  } else if (ipFamily(spec) === 6) {
     address = spec; // bare IPv6: the port cannot be written without brackets
   } else {
     return undefined;
   }
   if (port < 1 || port > 65535) return undefined;
   return { address, port };
+}
+
+/**
+ * 4, 6 or 0 (not an IP address), like `isIP`, for an address that may carry a `%zone`: Node's
+ * `isIP` refuses some interface names (`%veth_1`).
+ */
+export function ipFamily(address: string): number {
+  return isIP(address.split('%')[0] ?? '');
 }

@@ -16,11 +16,11 @@ export function nameProblem(name: string): string | undefined {
 }
 
 /** A trailing dot makes a name absolute: the search list never applies to it. */
-export function isAbsolute(name: string): boolean {
+function isAbsolute(name: string): boolean {
   return name.endsWith('.');
 }
 
-export function stripDot(name: string): string {
+function stripDot(name: string): string {
   return name.endsWith('.') ? name.slice(0, -1) : name;
 }
 

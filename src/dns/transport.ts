@@ -4,7 +4,8 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import type { Clock } from '../clock.ts';
 import { DnsError } from './DnsError.ts';
-import type { NameServer } from './ResolvConf.ts';
+import { endpointKey } from '../resolver/Resolver.ts';
+import { ipFamily, type NameServer } from './ResolvConf.ts';
 import { encodeQuery, parseResponse, type Query, type Response } from './wire.ts';
 
 export interface Exchange {
@@ -26,8 +27,7 @@ const MAX_TCP_BYTES = 4 * (2 + 0xffff);
  */
 export function exchangeUdp(x: Exchange): Promise<Response> {
   return exchange(x, (settle) => {
-    const family = net.isIPv6(x.server.address.split('%')[0] ?? '') ? 6 : 4;
-    const socket = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', lookup: literal });
+    const socket = dgram.createSocket({ type: ipFamily(x.server.address) === 6 ? 'udp6' : 'udp4', lookup: literal });
     const expected = canonicalAddress(x.server.address);
     socket.on('error', (error: NodeJS.ErrnoException) => settle(socketError(x, error)));
     socket.on('message', (message, remote) => {
@@ -120,8 +120,7 @@ function exchange(x: Exchange, open: (settle: Settle) => () => void): Promise<Re
 }
 
 function describe(x: Exchange): string {
-  const server = x.server.address.includes(':') ? `[${x.server.address}]:${x.server.port}` : `${x.server.address}:${x.server.port}`;
-  return `${x.query.name} ${x.query.type} @${server}`;
+  return `${x.query.name} ${x.query.type} @${endpointKey(x.server)}`;
 }
 
 function socketError(x: Exchange, error: NodeJS.ErrnoException): DnsError {
@@ -142,7 +141,7 @@ function aborted(x: Exchange): DnsError {
  * address we connect to is a literal, so the answer is the address itself, at once.
  */
 function literal(address: string, options: unknown, callback: (error: null, address: string, family: number) => void): void {
-  callback(null, address, net.isIPv6(address.split('%')[0] ?? '') ? 6 : 4);
+  callback(null, address, ipFamily(address) === 6 ? 6 : 4);
 }
 
 /** One spelling per address, so `::1` and `0:0:0:0:0:0:0:1` compare equal. */

@@ -41,7 +41,7 @@ export interface Response {
 export const RCODE = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 } as const;
 
 /** DNS Flag Day 2020: large enough for most answers, small enough to avoid IP fragmentation. */
-export const EDNS_PAYLOAD = 1232;
+const EDNS_PAYLOAD = 1232;
 
 const TYPE_CODE = { A: 1, CNAME: 5, SOA: 6, AAAA: 28, SRV: 33 } as const;
 

@@ -1,4 +1,4 @@
-import { endpointKey, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointKey, endpointSignature, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
 interface Link {
   readonly resolver: Resolver;
@@ -20,67 +20,71 @@ interface Link {
  */
 export class ChainResolver implements Resolver {
   readonly #links: Link[];
-  readonly #lastResort: Resolver | undefined;
-  #lastResortSet: readonly EndpointAddress[] | undefined;
-  #lastResortFailed = false;
+  readonly #lastResort: Link | undefined;
   #listener: ResolverListener | undefined;
   #published: string | undefined;
   #closed = false;
 
   constructor(resolvers: ReadonlyArray<{ resolver: Resolver; name: string }>, lastResort?: Resolver) {
-    this.#links = resolvers.map(({ resolver, name }) => ({ resolver, name, started: false, set: undefined, failed: false, lastWarning: undefined }));
-    this.#lastResort = lastResort;
+    this.#links = resolvers.map(({ resolver, name }) => newLink(resolver, name));
+    this.#lastResort = lastResort && newLink(lastResort, 'server');
   }
 
   start(listener: ResolverListener): void {
     this.#listener = listener;
     // A target that answers at once (static:) is published before the last resort alone ever is.
     this.#startLink(0);
-    this.#lastResort?.start({
-      endpoints: (set) => {
-        if (this.#closed) return;
-        this.#lastResortSet = set;
-        this.#publish();
-      },
-      error: (error) => {
-        this.#lastResortFailed = this.#lastResortSet === undefined;
-        this.#failed(undefined, error);
-      },
-      warning: (message) => listener.warning?.(message),
-    });
+    if (this.#lastResort) this.#run(this.#lastResort, () => {}, () => {});
   }
 
   refresh(): void {
-    for (const link of this.#links) if (link.started) link.resolver.refresh?.();
-    this.#lastResort?.refresh?.();
+    for (const link of this.#all()) if (link.started) link.resolver.refresh?.();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#links.filter((l) => l.started).map((l) => l.resolver.close?.()), this.#lastResort?.close?.()]);
+    await Promise.all(this.#all().filter((l) => l.started).map(async (l) => l.resolver.close?.()));
+  }
+
+  #all(): Link[] {
+    return this.#lastResort ? [...this.#links, this.#lastResort] : this.#links;
   }
 
   #startLink(index: number): void {
     const link = this.#links[index];
     if (!link || link.started || this.#closed) return;
+    this.#run(
+      link,
+      // Later ways are no longer needed: this one keeps its set even when it fails from now on.
+      () => this.#links.slice(index + 1).forEach((later) => this.#stop(later)),
+      () => this.#startLink(index + 1),
+    );
+  }
+
+  /**
+   * Starts `link`: `listed` runs when it lists endpoints, `foundNothing` when it fails before it ever
+   * has. The chain decides what its sets and errors mean; every optional hook (warnings, DNS query
+   * counts) goes straight on, or it would be lost inside a chain.
+   */
+  #run(link: Link, listed: () => void, foundNothing: () => void): void {
     link.started = true;
     link.resolver.start({
       endpoints: (set) => {
         if (this.#closed || !link.started || set.length === 0) return;
         link.set = set;
-        // Later ways are no longer needed: this one keeps its set even when it fails from now on.
-        this.#links.slice(index + 1).forEach((later) => this.#stop(later));
+        listed();
         this.#publish();
       },
       error: (error) => {
         if (this.#closed || !link.started) return;
         if (link.set === undefined) {
           link.failed = true;
-          this.#startLink(index + 1);
+          foundNothing();
         }
         this.#failed(link, error);
       },
       warning: (message) => this.#listener?.warning?.(message),
+      dnsQuery: (result) => this.#listener?.dnsQuery?.(result),
     });
   }
 
@@ -100,7 +104,7 @@ export class ChainResolver implements Resolver {
    * Errors of the way in use reach the balancer as resolver errors. Those of a preferred way that
    * still finds nothing are warnings (it keeps trying), each message once in a row.
    */
-  #failed(link: Link | undefined, error: Error): void {
+  #failed(link: Link, error: Error): void {
     if (this.#closed) return;
     const listener = this.#listener;
     if (!listener) return;
@@ -109,28 +113,26 @@ export class ChainResolver implements Resolver {
       if (this.#exhausted()) listener.error(error);
       return;
     }
-    const primary = this.#primary();
-    if (link === primary || (link === undefined && primary === undefined)) {
+    if (link === (this.#primary() ?? this.#lastResort)) {
       listener.error(error);
       return;
     }
-    const message = `${link?.name ?? 'server'}: ${error.message}`;
-    if (link && link.lastWarning === message) return;
-    if (link) link.lastWarning = message;
+    const message = `${link.name}: ${error.message}`;
+    if (link.lastWarning === message) return;
+    link.lastWarning = message;
     listener.warning?.(message);
   }
 
   /** Every way has been tried and failed, and the last resort (if any) has nothing either. */
   #exhausted(): boolean {
-    const lastResortDone = this.#lastResort === undefined || this.#lastResortFailed;
-    return lastResortDone && this.#links.every((link) => link.failed && link.set === undefined);
+    return this.#all().every((link) => link.failed && link.set === undefined);
   }
 
   #publish(): void {
     const listener = this.#listener;
     if (!listener) return;
     const primary = this.#primary()?.set ?? [];
-    const fallback = this.#lastResortSet ?? [];
+    const fallback = this.#lastResort?.set ?? [];
     let set: EndpointAddress[];
     if (primary.length === 0) {
       set = [...fallback];
@@ -140,9 +142,13 @@ export class ChainResolver implements Resolver {
       set = [...primary, ...fallback.filter((e) => !keys.has(endpointKey(e))).map((e) => ({ ...e, priority: below }))];
     }
     if (set.length === 0) return;
-    const signature = set.map((e) => `${endpointKey(e)}/${e.weight ?? 1}/${e.priority ?? 0}`).join(',');
+    const signature = endpointSignature(set);
     if (signature === this.#published) return;
     this.#published = signature;
     listener.endpoints(set);
   }
+}
+
+function newLink(resolver: Resolver, name: string): Link {
+  return { resolver, name, started: false, set: undefined, failed: false, lastWarning: undefined };
 }

@@ -1,7 +1,7 @@
 import type { Clock, ClockTimer } from '../clock.ts';
 import type { DnsCache } from '../dns/DnsCache.ts';
 import type { DnsError } from '../dns/DnsError.ts';
-import { endpointKey, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointKey, endpointSignature, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
 /** One resolution round's outcome, as a DNS lookup strategy (SRV, A/AAAA) reports it. */
 export interface DnsLookupResult {
@@ -28,7 +28,7 @@ export interface DnsResolverOptions {
 }
 
 /** The least time between a round and one that `refresh()` asks for. */
-export const MIN_ROUND_INTERVAL = 1_000;
+const MIN_ROUND_INTERVAL = 1_000;
 /**
  * The least time between two rounds the TTLs ask for. Each answer is refreshed on its own schedule
  * (never sooner than 75 % of `minTtl` after it was fetched), so this only guards against a tight loop.
@@ -183,21 +183,9 @@ export class DnsResolver implements Resolver {
     }
   }
 
-  /** Hands the set on if it differs from the last one in anything but order, TTL or source. */
   #emit(endpoints: EndpointAddress[]): void {
-    const sorted = [...endpoints].sort((a, b) => (endpointKey(a) < endpointKey(b) ? -1 : endpointKey(a) > endpointKey(b) ? 1 : 0));
-    if (this.#current && sameSet(this.#current, sorted)) return;
-    this.#current = sorted;
-    this.#listener!.endpoints(sorted);
+    if (this.#current && endpointSignature(this.#current) === endpointSignature(endpoints)) return;
+    this.#current = [...endpoints].sort((a, b) => (endpointKey(a) < endpointKey(b) ? -1 : endpointKey(a) > endpointKey(b) ? 1 : 0));
+    this.#listener!.endpoints(this.#current);
   }
-}
-
-function sameSet(a: readonly EndpointAddress[], b: readonly EndpointAddress[]): boolean {
-  return (
-    a.length === b.length &&
-    a.every((x, i) => {
-      const y = b[i]!;
-      return x.address === y.address && x.port === y.port && x.priority === y.priority && x.weight === y.weight;
-    })
-  );
 }

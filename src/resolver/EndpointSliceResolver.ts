@@ -1,8 +1,8 @@
 import { isIP } from 'node:net';
 import { createInterface } from 'node:readline';
-import type { Clock, ClockTimer } from '../clock.ts';
+import { jitteredBackoff, type Clock, type ClockTimer } from '../clock.ts';
 import type { ApiClient } from './ApiClient.ts';
-import { endpointKey, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointKey, endpointSignature, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
 interface EndpointSlice {
   metadata?: { name?: string; resourceVersion?: string };
@@ -57,7 +57,8 @@ export class EndpointSliceResolver implements Resolver {
   #failures = 0;
   #published = '';
   #warned = '';
-  #watch: AbortController | undefined;
+  /** Ends the request under way, list or watch, on close(): either may otherwise wait out its timeout. */
+  readonly #abort = new AbortController();
   #wake: (() => void) | undefined;
   #lastWake = -Infinity;
   #closed = false;
@@ -85,7 +86,7 @@ export class EndpointSliceResolver implements Resolver {
 
   async close(): Promise<void> {
     this.#closed = true;
-    this.#watch?.abort();
+    this.#abort.abort();
     this.#wake?.();
     await this.#running;
     await this.#api.close();
@@ -121,7 +122,7 @@ export class EndpointSliceResolver implements Resolver {
   }
 
   async #list(): Promise<void> {
-    const res = await this.#api.get(this.#path, { headersTimeout: LIST_TIMEOUT_MS, bodyTimeout: LIST_TIMEOUT_MS });
+    const res = await this.#api.get(this.#path, { headersTimeout: LIST_TIMEOUT_MS, bodyTimeout: LIST_TIMEOUT_MS, signal: this.#abort.signal });
     if (res.statusCode !== 200) throw await statusError(res.statusCode, res.body);
     const list = (await res.body.json()) as { items?: EndpointSlice[]; metadata?: { resourceVersion?: string } };
     this.#slices.clear();
@@ -134,27 +135,21 @@ export class EndpointSliceResolver implements Resolver {
   async #watchOnce(): Promise<number> {
     const seconds = Math.floor(WATCH_SECONDS * (1 + this.#random()));
     const query = `&watch=1&allowWatchBookmarks=true&timeoutSeconds=${seconds}&resourceVersion=${encodeURIComponent(this.#resourceVersion ?? '')}`;
-    const controller = new AbortController();
-    this.#watch = controller;
+    // The server ends the watch after `seconds`; a connection that goes silent well past that is dead.
+    const res = await this.#api.get(this.#path + query, { headersTimeout: LIST_TIMEOUT_MS, bodyTimeout: (seconds + 30) * 1000, signal: this.#abort.signal });
+    if (res.statusCode !== 200) throw await statusError(res.statusCode, res.body);
+    let events = 0;
     try {
-      // The server ends the watch after `seconds`; a connection that goes silent well past that is dead.
-      const res = await this.#api.get(this.#path + query, { headersTimeout: LIST_TIMEOUT_MS, bodyTimeout: (seconds + 30) * 1000, signal: controller.signal });
-      if (res.statusCode !== 200) throw await statusError(res.statusCode, res.body);
-      let events = 0;
-      try {
-        for await (const line of createInterface({ input: res.body, crlfDelay: Infinity })) {
-          if (line.trim() === '') continue;
-          this.#onEvent(JSON.parse(line) as WatchEvent);
-          events++;
-          this.#failures = 0;
-        }
-      } finally {
-        res.body.destroy();
+      for await (const line of createInterface({ input: res.body, crlfDelay: Infinity })) {
+        if (line.trim() === '') continue;
+        this.#onEvent(JSON.parse(line) as WatchEvent);
+        events++;
+        this.#failures = 0;
       }
-      return events;
     } finally {
-      this.#watch = undefined;
+      res.body.destroy();
     }
+    return events;
   }
 
   #onEvent(event: WatchEvent): void {
@@ -190,7 +185,7 @@ export class EndpointSliceResolver implements Resolver {
     const unique = new Map<string, EndpointAddress>();
     for (const list of this.#slices.values()) for (const endpoint of list) unique.set(endpointKey(endpoint), endpoint);
     const set = [...unique.values()].sort((a, b) => (endpointKey(a) < endpointKey(b) ? -1 : 1));
-    const signature = set.map(endpointKey).join(',');
+    const signature = endpointSignature(set);
     if (set.length === 0) {
       const what = `the EndpointSlices of ${this.#namespace}/${this.#service} list no ready endpoint`;
       // Nothing found at all is a failure (a chain moves on to its next target); later, a blip.
@@ -210,8 +205,7 @@ export class EndpointSliceResolver implements Resolver {
   }
 
   #backoff(): number {
-    const ceiling = Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** Math.min(this.#failures - 1, 16));
-    return ceiling * (0.5 + 0.5 * this.#random());
+    return jitteredBackoff(this.#failures, BASE_BACKOFF_MS, MAX_BACKOFF_MS, this.#random);
   }
 
   #sleep(ms: number): Promise<void> {

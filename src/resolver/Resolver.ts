@@ -48,6 +48,17 @@ export interface EndpointAddress {
 
 export const LAST_RESORT = 'server';
 
+/**
+ * A set as change detection sees it: its endpoints with weight and priority, in any order (TTL and
+ * source do not count). A resolver hands a set on only when this differs from the last one's.
+ */
+export function endpointSignature(set: readonly EndpointAddress[]): string {
+  return set
+    .map((e) => `${endpointKey(e)}/${e.weight ?? 1}/${e.priority ?? 0}`)
+    .sort()
+    .join(',');
+}
+
 /** `address:port`, with IPv6 in brackets: the identity of an endpoint across updates. */
 export function endpointKey(endpoint: Pick<EndpointAddress, 'address' | 'port'>): string {
   return endpoint.address.includes(':') ? `[${endpoint.address}]:${endpoint.port}` : `${endpoint.address}:${endpoint.port}`;

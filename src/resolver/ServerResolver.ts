@@ -1,7 +1,7 @@
 import { lookup as systemLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Clock, ClockTimer } from '../clock.ts';
-import { LAST_RESORT, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointSignature, LAST_RESORT, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
 export type Lookup = (hostname: string) => Promise<ReadonlyArray<{ address: string }>>;
 
@@ -18,17 +18,20 @@ const MIN_REFRESH_MS = 5_000;
 export class ServerResolver implements Resolver {
   readonly #host: string;
   readonly #port: number;
+  /** An IP server is its own answer: nothing to look up. */
+  readonly #literal: boolean;
   readonly #clock: Clock;
   readonly #lookup: Lookup;
   #listener: ResolverListener | undefined;
   #timer: ClockTimer | undefined;
   #lastLookup = -Infinity;
   #running = false;
-  #last = '';
+  #published = '';
   #closed = false;
 
   constructor(server: URL, clock: Clock, lookup: Lookup = (hostname) => systemLookup(hostname, { all: true })) {
     this.#host = server.hostname.replace(/^\[|\]$/g, '');
+    this.#literal = isIP(this.#host) !== 0;
     this.#port = Number(server.port) || (server.protocol === 'http:' ? 80 : 443);
     this.#clock = clock;
     this.#lookup = lookup;
@@ -36,7 +39,7 @@ export class ServerResolver implements Resolver {
 
   start(listener: ResolverListener): void {
     this.#listener = listener;
-    if (isIP(this.#host) !== 0) {
+    if (this.#literal) {
       listener.endpoints([{ address: this.#host, port: this.#port, source: LAST_RESORT }]);
       return;
     }
@@ -44,7 +47,7 @@ export class ServerResolver implements Resolver {
   }
 
   refresh(): void {
-    if (isIP(this.#host) === 0 && this.#clock.now() - this.#lastLookup >= MIN_REFRESH_MS) void this.#resolve();
+    if (!this.#literal && this.#clock.now() - this.#lastLookup >= MIN_REFRESH_MS) void this.#resolve();
   }
 
   close(): void {
@@ -61,9 +64,9 @@ export class ServerResolver implements Resolver {
       const answers = await this.#lookup(this.#host);
       if (this.#closed) return;
       const set: EndpointAddress[] = [...new Set(answers.map((a) => a.address))].map((address) => ({ address, port: this.#port, source: LAST_RESORT }));
-      const key = set.map((e) => e.address).join(',');
-      if (set.length > 0 && key !== this.#last) {
-        this.#last = key;
+      const signature = endpointSignature(set);
+      if (set.length > 0 && signature !== this.#published) {
+        this.#published = signature;
         this.#listener?.endpoints(set);
       }
     } catch (error) {

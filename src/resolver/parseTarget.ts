@@ -20,7 +20,7 @@ import { StaticResolver } from './StaticResolver.ts';
  */
 export type Target = string | Resolver | readonly EndpointAddress[] | ReadonlyArray<string | Resolver>;
 
-export function isResolver(value: unknown): value is Resolver {
+function isResolver(value: unknown): value is Resolver {
   return typeof value === 'object' && value !== null && typeof (value as Resolver).start === 'function';
 }
 
@@ -39,8 +39,15 @@ export interface ResolverContext {
 
 const defaultContext: ResolverContext = { clock: systemClock, dns: dnsCacheDefaults };
 
+/** The context plus the one DNS client that every DNS target of a `createResolver` call shares. */
+interface BuildContext extends ResolverContext {
+  dnsClient: DnsClient;
+}
+
 /** Builds the resolver for a target; throws `ERR_INVALID_TARGET` for anything it cannot use. */
-export function createResolver(target: Target, context: ResolverContext = defaultContext): Resolver {
+export function createResolver(target: Target, resolverContext: ResolverContext = defaultContext): Resolver {
+  // resolv.conf is read once, on the first lookup, however many DNS targets there are.
+  const context = { ...resolverContext, dnsClient: DnsClient.fromSystem(resolverContext.dns, resolverContext.clock, resolverContext.resolvConf) };
   const links = isChain(target) ? target : undefined;
   if (links && links.length === 0) throw invalidTarget('[]', 'lists no endpoint');
   const bootstrap = context.bootstrap;
@@ -62,7 +69,7 @@ function isChain(target: Target): target is ReadonlyArray<string | Resolver> {
   return true;
 }
 
-function createOne(target: string | Resolver | readonly EndpointAddress[], context: ResolverContext): Resolver {
+function createOne(target: string | Resolver | readonly EndpointAddress[], context: BuildContext): Resolver {
   if (isResolver(target)) return target;
   if (Array.isArray(target)) return new StaticResolver(validateEndpointList(target as readonly EndpointAddress[]));
   if (typeof target !== 'string') {
@@ -90,9 +97,8 @@ function createOne(target: string | Resolver | readonly EndpointAddress[], conte
   }
 }
 
-function dnsResolver(target: string, lookup: DnsLookup, context: ResolverContext): DnsResolver {
-  const client = DnsClient.fromSystem(context.dns, context.clock, context.resolvConf);
-  const cache = new DnsCache(client, context.clock, context.dns);
+function dnsResolver(target: string, lookup: DnsLookup, context: BuildContext): DnsResolver {
+  const cache = new DnsCache(context.dnsClient, context.clock, context.dns);
   return new DnsResolver(lookup, { clock: context.clock, cache, maxStale: context.dns.maxStale, target });
 }
 

@@ -133,7 +133,7 @@ test('serve-stale during an outage: the last good answer for up to maxStale, ret
       }
       t.true(lastGood.stale);
       queries = server.log.length - queries;
-      // Backoff 1–1.5 s, doubling to 30 s: about 7 retries in 60 s, not 600.
+      // Backoff 1–2 s, doubling to 15–30 s: about 6 retries in 60 s, not 600.
       t.true(queries >= 4 && queries <= 9, `${queries} retries`);
       clock.advance(40_000);
       const expired = await cache.lookup('api.test.', 'A');
@@ -148,6 +148,28 @@ test('serve-stale during an outage: the last good answer for up to maxStale, ret
     },
     { maxStale: 60_000 },
   );
+});
+
+test('retries after failures wait 1–2 s at first, then double; still jittered at the 30 s cap', async (t) => {
+  const delays = async (random: number): Promise<number[]> => {
+    const waits: number[] = [];
+    await withCache(
+      async ({ server, clock, cache }) => {
+        server.rule({ action: { rcode: 2 } });
+        for (let i = 0; i < 8; i++) {
+          const result = await cache.lookup('api.test.', 'A');
+          waits.push(Math.round(result.refreshAt - clock.now()));
+          clock.advance(result.refreshAt - clock.now());
+        }
+        t.is(server.log.length, 8);
+      },
+      {},
+      () => random,
+    );
+    return waits;
+  };
+  t.deepEqual(await delays(0), [1000, 2000, 4000, 8000, 15_000, 15_000, 15_000, 15_000]);
+  t.deepEqual(await delays(0.999), [1999, 3998, 7996, 15_992, 29_985, 29_985, 29_985, 29_985]);
 });
 
 test('a forced lookup asks again even while the answer is fresh', async (t) => {

@@ -203,7 +203,7 @@ test('NXDOMAIN, NODATA and SERVFAIL are told apart; SOA gives the negative TTL',
     const dns = client([server], { attempts: 1 });
     const nx = await dns.query('missing.api.test.', 'A');
     t.is(nx.kind, 'NXDOMAIN');
-    t.is(nx.ttl, undefined, 'no SOA: no negative TTL from the server');
+    t.is(nx.ttl, 0, 'no SOA: not to be cached (RFC 2308 §5)');
     const nodata = await dns.query('api.test.', 'AAAA');
     t.is(nodata.kind, 'NODATA');
     server.soa = { ttl: 60, minimum: 9 };
@@ -344,6 +344,21 @@ test('the search list: short names get the domains first, long names are tried a
     t.deepEqual(
       server.log.map((q) => q.name),
       ['nothing.test'],
+    );
+  });
+});
+
+test('over the search list, a negative answer without SOA keeps the merged negative uncached', async (t) => {
+  await withServer(async (server) => {
+    server.soa = { ttl: 60, minimum: 60 };
+    // dnsmasq's --local names come without SOA: strip it from this one.
+    server.rule({ name: 'svc.a.test', action: { replace: (real) => dnsPacket.encode({ ...dnsPacket.decode(real), authorities: [] }) } });
+    const nx = await client([server], { search: ['a.test'] }).query('svc', 'A');
+    t.is(nx.kind, 'NXDOMAIN');
+    t.is(nx.ttl, 0, 'not the 60 s of the other name');
+    t.deepEqual(
+      server.log.map((q) => q.name),
+      ['svc.a.test', 'svc'],
     );
   });
 });

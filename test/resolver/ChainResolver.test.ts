@@ -97,6 +97,32 @@ test('an error reaches the balancer only when every way and the server have fail
   t.deepEqual(out.sets, ['10.0.0.1:6443@0']);
 });
 
+test('a last resort that keeps failing while another way is in use warns once in a row', (t) => {
+  const dns = new Scripted();
+  const server = new Scripted();
+  const chain = new ChainResolver([{ resolver: dns, name: 'dns' }], server);
+  const out = record();
+  chain.start(out.listener);
+  dns.yields('10.0.0.1');
+  server.fails('getaddrinfo ENOTFOUND api.example.com');
+  server.fails('getaddrinfo ENOTFOUND api.example.com');
+  t.deepEqual(out.warnings, ['server: getaddrinfo ENOTFOUND api.example.com']);
+  t.deepEqual(out.errors, []);
+  server.fails('getaddrinfo EAI_AGAIN api.example.com');
+  t.is(out.warnings.length, 2, 'a new message is told');
+});
+
+test('DNS query counts from every way and from the last resort reach the listener', (t) => {
+  const dns = new Scripted();
+  const server = new Scripted();
+  const chain = new ChainResolver([{ resolver: dns, name: 'dns' }], server);
+  const queries: string[] = [];
+  chain.start({ endpoints: () => {}, error: () => {}, dnsQuery: (result) => queries.push(result) });
+  dns.listener?.dnsQuery?.('NXDOMAIN');
+  server.listener?.dnsQuery?.('success');
+  t.deepEqual(queries, ['NXDOMAIN', 'success']);
+});
+
 test('without a last resort, the first answer is published as it is', async (t) => {
   const a = new Scripted();
   const chain = new ChainResolver([{ resolver: a, name: 'a' }]);

@@ -1,9 +1,13 @@
 // The kubernetes:/// resolver against the apiserver simulator, whose default/kubernetes
 // EndpointSlice follows its instances as the apiserver's lease reconciler does.
+import { once } from 'node:events';
+import { createServer } from 'node:http';
 import test from 'ava';
 import { ApiserverCluster, RESOURCES } from '../../fixtures/apiserver/index.ts';
 import { certs } from '../../fixtures/certs/index.ts';
 import { systemClock } from '../../src/clock.ts';
+import { ApiClient } from '../../src/resolver/ApiClient.ts';
+import { EndpointSliceResolver } from '../../src/resolver/EndpointSliceResolver.ts';
 import { defaultOptions, type HeadersSource } from '../../src/options.ts';
 import { createResolver } from '../../src/resolver/parseTarget.ts';
 import { endpointKey, type EndpointAddress, type Resolver } from '../../src/resolver/Resolver.ts';
@@ -150,5 +154,27 @@ test.serial('without credentials the apiserver says 403: the error names the RBA
   } finally {
     await resolver.close?.();
     await cluster.close();
+  }
+});
+
+test.serial('close() ends a list request the server never answers, rather than waiting out its timeout', async (t) => {
+  const server = createServer();
+  const asked = once(server, 'request');
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  const api = new ApiClient({ server: new URL(`http://127.0.0.1:${port}`), headers: {}, tls: () => ({ rejectUnauthorized: true }) });
+  const resolver = new EndpointSliceResolver('default', 'kubernetes', api, systemClock);
+  const errors: Error[] = [];
+  resolver.start({ endpoints: () => {}, error: (error) => errors.push(error) });
+  try {
+    await asked;
+    const started = performance.now();
+    await resolver.close();
+    t.true(performance.now() - started < 1000, `close() took ${Math.round(performance.now() - started)} ms`);
+    t.deepEqual(errors, [], 'a request aborted by close() is no failure');
+  } finally {
+    server.closeAllConnections();
+    server.close();
   }
 });
