@@ -4,7 +4,7 @@ import type { BalancerOptions, BootstrapOptions } from '../options.ts';
 import type { Target } from '../resolver/parseTarget.ts';
 import { defaultTarget } from './defaultTarget.ts';
 import { clientNodeUndici } from './peers.ts';
-import { readKubeConfig, type ApplyToHttpsOptions, type KubeConfigLike, type KubeMaterial } from './readKubeConfig.ts';
+import { readKubeConfig, unbalanceableReason, type ApplyToHttpsOptions, type KubeConfigLike, type KubeMaterial } from './readKubeConfig.ts';
 
 /** Balancer options for a kubeconfig: everything but what the kubeconfig decides. */
 export interface KubeBalancerOptions extends Omit<BalancerOptions, 'target' | 'origin' | 'tls' | 'bootstrap'> {
@@ -27,13 +27,9 @@ const CREDENTIALS_TTL_MS = 1_000;
  * new TLS material replaces the pools' (the client's own requests bring theirs through the hooks).
  */
 export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalancerOptions, apply: ApplyToHttpsOptions): Promise<{ balancer: Balancer; material: KubeMaterial }> {
+  const unbalanceable = unbalanceableReason(kc);
+  if (unbalanceable) throw new BalancerError('ERR_KUBECONFIG', unbalanceable);
   const material = await readKubeConfig(kc, apply);
-  if (material.proxyUrl) {
-    throw new BalancerError('ERR_KUBECONFIG', `the current cluster has proxy-url ${material.proxyUrl}: dialling apiservers directly would bypass the proxy`);
-  }
-  if (material.server.protocol !== 'https:') {
-    throw new BalancerError('ERR_KUBECONFIG', `the current cluster's server ${material.server.href} is not https: (a local proxy such as kubectl proxy has nothing to balance)`);
-  }
   // Filled in below; the resolver may ask for credentials while the balancer is being built.
   const built: { balancer?: Balancer } = {};
   let cached: { at: number; headers: Promise<Record<string, string>> } | undefined;
