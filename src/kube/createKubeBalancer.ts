@@ -1,4 +1,5 @@
 import { balancerInternals, createBalancer, type Balancer } from '../dispatcher/Balancer.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import { BalancerError } from '../errors.ts';
 import type { BalancerOptions, BootstrapOptions } from '../options.ts';
 import type { Target } from '../resolver/parseTarget.ts';
@@ -32,18 +33,11 @@ export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalanc
   const material = await readKubeConfig(kc, apply);
   // Filled in below; the resolver may ask for credentials while the balancer is being built.
   const built: { balancer?: Balancer } = {};
-  let cached: { at: number; headers: Promise<Record<string, string>> } | undefined;
-  const credentials = (): Promise<Record<string, string>> => {
-    const now = performance.now();
-    if (cached && now - cached.at < CREDENTIALS_TTL_MS) return cached.headers;
-    const headers = readKubeConfig(kc, apply).then((fresh) => {
-      if (built.balancer) balancerInternals(built.balancer).replaceTls(fresh.tls);
-      return fresh.headers;
-    });
-    headers.catch(() => (cached = undefined));
-    cached = { at: now, headers };
-    return headers;
-  };
+  const credentials = cachedFor(CREDENTIALS_TTL_MS, options.clock ?? systemClock, async () => {
+    const fresh = await readKubeConfig(kc, apply);
+    if (built.balancer) balancerInternals(built.balancer).replaceTls(fresh.tls);
+    return fresh.headers;
+  });
   const { target, bootstrap, probe, undici, ...rest } = options;
   const balancer = createBalancer({
     ...rest,
@@ -57,4 +51,17 @@ export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalanc
   });
   built.balancer = balancer;
   return { balancer, material };
+}
+
+/** `read`, asked again only once its last answer is `ttlMs` of `clock` time old; a failed read is not kept. */
+export function cachedFor<T>(ttlMs: number, clock: Clock, read: () => Promise<T>): () => Promise<T> {
+  let cached: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    const now = clock.now();
+    if (cached && now - cached.at < ttlMs) return cached.value;
+    const value = read();
+    value.catch(() => (cached = undefined));
+    cached = { at: now, value };
+    return value;
+  };
 }
