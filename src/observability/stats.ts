@@ -2,6 +2,7 @@ import type { EndpointInfo } from '../balancer/Endpoint.ts';
 import type { Policy } from '../balancer/Picker.ts';
 import type { RetryReason } from '../dispatcher/BalancedRequest.ts';
 import type { EjectReason } from '../health/HealthTracker.ts';
+import { isResolver } from '../resolver/parseTarget.ts';
 
 /** What `balancer.stats()` returns: plain data, safe to `JSON.stringify`, never live. */
 export interface BalancerStats {
@@ -33,7 +34,10 @@ export interface BalancerStats {
     panic: boolean;
   };
   resolver: {
-    /** The target: its URI, `list` for an array of endpoints, `custom` for a resolver object. */
+    /**
+     * The target: its URI; for a chain, its URIs separated by spaces (`custom` for a resolver
+     * object in it); `list` for an array of endpoints, `custom` for a resolver object.
+     */
     target: string;
     /** Endpoint sets received (the first included). */
     updates: number;
@@ -116,5 +120,8 @@ function zeroes<K extends string>(keys: readonly K[]): Record<K, number> {
 /** How a target is named in stats: never a resolver object's innards. */
 export function describeTarget(target: unknown): string {
   if (typeof target === 'string') return target;
-  return Array.isArray(target) ? 'list' : 'custom';
+  if (!Array.isArray(target)) return 'custom';
+  // A chain of URIs and resolvers is named by its links, as CLIENT_LOAD_BALANCE_TARGET spells one.
+  const chain = target.length > 0 && target.every((link) => typeof link === 'string' || isResolver(link));
+  return chain ? target.map(describeTarget).join(' ') : 'list';
 }
