@@ -12,7 +12,8 @@ export interface MetricsOptions {
 /** Reads one metric's series off a snapshot. */
 type Read<L extends string> = (stats: BalancerStats, set: (labels: Record<L, string>, value: number) => void) => void;
 
-const states: readonly EndpointState[] = ['ready', 'ejected', 'draining', 'probing'];
+// `satisfies`: a state added to the union is a compile error here until it gets its series.
+const states = Object.keys({ ready: 0, ejected: 0, draining: 0, probing: 0 } satisfies Record<EndpointState, 0>) as EndpointState[];
 
 /**
  * Registers the balancer's metrics on a prom-client registry. Every value is read from
