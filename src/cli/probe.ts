@@ -47,11 +47,11 @@ Exit codes: 0 every apiserver verified and ready, 1 a problem was found (or none
     const { target, endpoints } = await discover(access, values.target, values['dns-server'] ?? [], timeoutMs);
     const checks = await Promise.all(endpoints.map((e) => checkEndpoint(e, access, timeoutMs)));
     const problems = checks.flatMap((c) => c.problems);
-    if (!access.verify) problems.unshift(`the kubeconfig turns certificate verification off (insecure-skip-tls-verify): kube-balancer would too; the TLS results say what verification would find`);
+    if (!access.tls.rejectUnauthorized) problems.unshift(`the kubeconfig turns certificate verification off (insecure-skip-tls-verify): kube-balancer would too; the TLS results say what verification would find`);
     const ok = problems.length === 0;
     if (values.json) {
       console.log(
-        JSON.stringify({ kubeconfig: access.source, context: access.context, server: access.server.href, name: access.name, target, ok, problems, endpoints: checks }, null, 2),
+        JSON.stringify({ kubeconfig: access.source, context: access.context, server: access.server.href, name: access.verification.name, target, ok, problems, endpoints: checks }, null, 2),
       );
     } else {
       console.log(report(access, target, checks, problems));
@@ -62,7 +62,7 @@ Exit codes: 0 every apiserver verified and ready, 1 a problem was found (or none
 
 function report(access: ClusterAccess, target: string, checks: EndpointCheck[], problems: string[]): string {
   const lines = [
-    `kubeconfig ${access.source}, context ${access.context}: server ${access.server.origin}; every certificate must cover ${access.name}`,
+    `kubeconfig ${access.source}, context ${access.context}: server ${access.server.origin}; every certificate must cover ${access.verification.name}`,
     `${checks.length} apiserver${checks.length === 1 ? '' : 's'} from ${target}`,
     '',
     table(
