@@ -1,6 +1,7 @@
 // The optional peers, @kubernetes/client-node and kubernetes-fluent-client, are loaded only when a
 // helper that needs them is called: `import { createBalancer } from 'kube-balancer'` works without them.
 import type * as ClientNodeModule from '@kubernetes/client-node';
+import type * as Undici from 'undici';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { BalancerError } from '../errors.ts';
@@ -13,9 +14,9 @@ type ClientNode = typeof ClientNodeModule;
  * loses every response header (research: a dispatcher from another major silently breaks it).
  * `undefined` when client-node cannot be found, so the balancer falls back on its own undici.
  */
-export function clientNodeUndici(): UndiciModule | undefined {
+export function clientNodeUndici(): typeof Undici | undefined {
   try {
-    return createRequire(import.meta.resolve('@kubernetes/client-node'))('undici') as UndiciModule;
+    return createRequire(import.meta.resolve('@kubernetes/client-node'))('undici') as typeof Undici;
   } catch {
     return undefined;
   }
