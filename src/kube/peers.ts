@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { BalancerError } from '../errors.ts';
 import type { UndiciModule } from '../options.ts';
+import type { KubeConfigLike } from './readKubeConfig.ts';
 
 type ClientNode = typeof ClientNodeModule;
 
@@ -45,9 +46,7 @@ export async function fluentClientPeers(): Promise<{ undici: UndiciModule; KubeC
 
 export type DispatchFunction = (this: unknown, opts: { origin?: string | URL | null }, handler: unknown) => boolean;
 
-export interface FluentKubeConfig {
+/** The `KubeConfig` of kubernetes-fluent-client's own client-node copy. */
+interface FluentKubeConfig extends KubeConfigLike {
   loadFromDefault(): void;
-  getCurrentCluster(): { name: string; server: string; proxyUrl?: string; skipTLSVerify?: boolean } | null;
-  applyToHTTPSOptions(opts: object): Promise<void>;
-  applySecurityAuthentication(context: never): Promise<void>;
 }
