@@ -30,7 +30,7 @@ export async function attachToFluentClient(options: KubeBalancerOptions = {}): P
   kc.loadFromDefault();
   const reason = unbalanceableReason(kc);
   if (reason) return notAttached(reason);
-  const { balancer, material } = await createKubeBalancer(kc, { undici, ...options }, (opts) => kc.applyToHTTPSOptions(opts));
+  const { balancer, material } = await createKubeBalancer(kc, { undici, ...options });
   const origin = material.server.origin;
   const proto = undici.Agent.prototype as unknown as { dispatch: DispatchFunction };
   let patch = patches.get(proto);

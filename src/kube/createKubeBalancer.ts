@@ -24,10 +24,11 @@ const CREDENTIALS_TTL_MS = 1_000;
 /**
  * A balancer for the kubeconfig's current context: its server is the balanced origin, the bootstrap
  * of `kubernetes:` targets and the last resort; its TLS material and credentials are client-node's
- * own reading (`apply`), re-read for probes and EndpointSlice requests so rotations reach them, and
- * new TLS material replaces the pools' (the client's own requests bring theirs through the hooks).
+ * own reading (`apply`, default `kc.applyToHTTPSOptions`), re-read for probes and EndpointSlice
+ * requests so rotations reach them, and new TLS material replaces the pools' (the client's own
+ * requests bring theirs through the hooks).
  */
-export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalancerOptions, apply: ApplyToHttpsOptions): Promise<{ balancer: Balancer; material: KubeMaterial }> {
+export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalancerOptions, apply?: ApplyToHttpsOptions): Promise<{ balancer: Balancer; material: KubeMaterial }> {
   const unbalanceable = unbalanceableReason(kc);
   if (unbalanceable) throw new BalancerError('ERR_KUBECONFIG', unbalanceable);
   const material = await readKubeConfig(kc, apply);

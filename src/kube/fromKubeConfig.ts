@@ -17,5 +17,5 @@ import type { KubeConfigLike } from './readKubeConfig.ts';
  * `attachToKubeConfig` route every request of the `KubeConfig` through it.
  */
 export async function fromKubeConfig(kc: KubeConfigLike, options: KubeBalancerOptions = {}): Promise<Balancer> {
-  return (await createKubeBalancer(kc, options, (opts) => kc.applyToHTTPSOptions(opts))).balancer;
+  return (await createKubeBalancer(kc, options)).balancer;
 }
