@@ -1,7 +1,7 @@
 export { Balancer, createBalancer, type BalancerEvents } from './dispatcher/Balancer.ts';
 export { BalancerError, type BalancerErrorCode } from './errors.ts';
 export { DnsError, type DnsErrorReason } from './dns/DnsError.ts';
-export type { BalancerOptions, BootstrapOptions, DnsOptions, HeadersSource, TlsOptions, UndiciModule, Pem } from './options.ts';
+export type { BalancerOptions, BootstrapOptions, DnsOptions, HeadersSource, ProbeOptions, TlsOptions, UndiciModule, Pem } from './options.ts';
 export type { Policy } from './balancer/Picker.ts';
 export { defaultOptions } from './options.ts';
 export type { EndpointInfo, EndpointState, ResponseClass } from './balancer/Endpoint.ts';

@@ -322,13 +322,7 @@ export interface ResolvedBootstrap {
 function validateBootstrap(bootstrap: BootstrapOptions | undefined): ResolvedBootstrap | undefined {
   if (bootstrap === undefined) return undefined;
   if (typeof bootstrap !== 'object' || bootstrap === null) throw invalidOption('bootstrap', bootstrap, 'must be an object { server, headers?, lastResort? }');
-  let server: URL;
-  try {
-    server = new URL(bootstrap.server);
-  } catch {
-    throw invalidOption('bootstrap.server', bootstrap.server, 'must be an absolute URL like https://10.96.0.1:443');
-  }
-  if (server.protocol !== 'https:' && server.protocol !== 'http:') throw invalidOption('bootstrap.server', String(bootstrap.server), 'must use https: or http:');
+  const server = httpUrl('bootstrap.server', bootstrap.server, 'https://10.96.0.1:443');
   if (server.search || server.hash || server.username || server.password) {
     throw invalidOption('bootstrap.server', String(bootstrap.server), 'must be scheme, host, port and an optional path, without query or credentials');
   }
@@ -397,17 +391,23 @@ function validateDns(dns: DnsOptions | undefined): ResolvedOptions['dns'] {
 }
 
 function parseOrigin(origin: string | URL): URL {
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    throw invalidOption('origin', origin, 'must be an absolute URL like https://kubernetes.default.svc');
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalidOption('origin', String(origin), 'must use https: or http:');
+  const url = httpUrl('origin', origin, 'https://kubernetes.default.svc');
   if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash || url.username || url.password) {
     throw invalidOption('origin', String(origin), 'must be an origin only (scheme, host, port), without path, query or credentials');
   }
   return new URL(url.origin);
+}
+
+/** An absolute `https:` or `http:` URL; `example` shows what one looks like. */
+function httpUrl(field: string, value: string | URL, example: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw invalidOption(field, value, `must be an absolute URL like ${example}`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalidOption(field, String(value), 'must use https: or http:');
+  return url;
 }
 
 export function validateTls(tls: TlsOptions): ResolvedTls {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import test, { type ExecutionContext } from 'ava';
 import { certs } from '../fixtures/certs/index.ts';
-import { BalancerError, createBalancer, defaultOptions, type BalancerErrorCode, type BalancerOptions } from '../src/index.ts';
+import { BalancerError, createBalancer, defaultOptions, type BalancerErrorCode, type BalancerOptions, type ProbeOptions } from '../src/index.ts';
 
 function rejects(t: ExecutionContext, options: unknown, code: BalancerErrorCode, message: RegExp): void {
   const error = t.throws(() => createBalancer(options as BalancerOptions), { instanceOf: BalancerError });
@@ -165,7 +165,7 @@ test('kubernetes: targets, chains, bootstrap and rebalanceWatches are validated'
     { target: [target, 'static:///127.0.0.2:6443'] },
     // Loopback only: nothing listens on port 1.
     { target: ['kubernetes:///default/kubernetes'], bootstrap: { server: 'https://127.0.0.1:1' } },
-    { probe: { headers: () => ({ authorization: 'Bearer x' }) } },
+    { probe: { headers: () => ({ authorization: 'Bearer x' }) } satisfies ProbeOptions },
   ]) {
     t.notThrows(() => void createBalancer({ target, ...options }).close());
   }

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import tls, { type PeerCertificate } from 'node:tls';
 import { Agent, request } from 'undici';
+import { tlsConnectOptions } from '../dispatcher/tls.ts';
 import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
 import type { ClusterAccess } from './kubeconfig.ts';
 
@@ -36,7 +37,7 @@ export interface EndpointCheck {
   problems: string[];
 }
 
-/** TLS as kube-balancer verifies it (against `access.name`, never the dialled IP), then `/readyz`, then advice. */
+/** TLS as kube-balancer verifies it (against `access.verification.name`, never the dialled IP), then `/readyz`, then advice. */
 export async function checkEndpoint(endpoint: EndpointAddress, access: ClusterAccess, timeoutMs: number): Promise<EndpointCheck> {
   const result: EndpointCheck = {
     address: endpoint.address,
@@ -49,7 +50,7 @@ export async function checkEndpoint(endpoint: EndpointAddress, access: ClusterAc
   const reachable = result.tls.protocol !== null;
   if (!reachable) {
     result.readyz.detail = 'not asked: no TLS connection';
-  } else if (!result.tls.ok && access.verify) {
+  } else if (!result.tls.ok && access.tls.rejectUnauthorized) {
     // Credentials go only to a server that proved it is the cluster.
     result.readyz.detail = 'not asked: the certificate did not verify';
   } else {
@@ -65,8 +66,8 @@ function handshake(endpoint: EndpointAddress, access: ClusterAccess, timeoutMs: 
     const socket = tls.connect({
       host: endpoint.address,
       port: endpoint.port,
-      servername: isIP(access.name) ? undefined : access.name,
-      ca: access.ca,
+      servername: access.verification.sni,
+      ca: access.tls.ca as tls.ConnectionOptions['ca'],
       ALPNProtocols: ['h2', 'http/1.1'],
       // Verified below, so the result can say which part failed. No client certificate is offered
       // here: credentials go only to a server already verified (the /readyz request below).
@@ -92,7 +93,7 @@ function handshake(endpoint: EndpointAddress, access: ClusterAccess, timeoutMs: 
       result.issuer = distinguishedName(peer.issuer);
       result.validTo = peer.valid_to ?? null;
       const chain = socket.authorizationError as unknown as Error | string | null;
-      const identity = tls.checkServerIdentity(access.name, peer);
+      const identity = tls.checkServerIdentity(access.verification.name, peer);
       if (chain) result.error = typeof chain === 'string' ? chain : ((chain as NodeJS.ErrnoException).code ?? chain.message);
       else if (identity) result.error = (identity as NodeJS.ErrnoException).code ?? 'ERR_TLS_CERT_ALTNAME_INVALID';
       result.ok = !chain && !identity;
@@ -103,15 +104,8 @@ function handshake(endpoint: EndpointAddress, access: ClusterAccess, timeoutMs: 
 
 async function readyz(endpoint: EndpointAddress, access: ClusterAccess, timeoutMs: number, result: EndpointCheck): Promise<void> {
   const agent = new Agent({
-    connect: {
-      ca: access.ca,
-      cert: access.cert,
-      key: access.key,
-      servername: isIP(access.name) ? undefined : access.name,
-      rejectUnauthorized: access.verify,
-      checkServerIdentity: (_host: string, cert: PeerCertificate) => tls.checkServerIdentity(access.name, cert),
-      timeout: timeoutMs,
-    },
+    // The balancer's own connect options: the same material, name and SNI.
+    connect: { ...tlsConnectOptions(access.tls, access.verification), timeout: timeoutMs },
     allowH2: true,
   });
   const url = `https://${endpointKey(endpoint)}`;
@@ -154,9 +148,9 @@ function advice(check: EndpointCheck, access: ClusterAccess, timeoutMs: number):
     const covers = t.covers.length ? t.covers.join(', ') : 'no subject alternative names';
     const chainCodes = ['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_GET_ISSUER_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT'];
     if (t.error === 'ERR_TLS_CERT_ALTNAME_INVALID') {
-      const alternative = t.covers.includes('DNS:kubernetes.default.svc') && isIP(access.name) ? ' (it covers kubernetes.default.svc: set tls-server-name: kubernetes.default.svc in the kubeconfig)' : '';
+      const alternative = t.covers.includes('DNS:kubernetes.default.svc') && isIP(access.verification.name) ? ' (it covers kubernetes.default.svc: set tls-server-name: kubernetes.default.svc in the kubeconfig)' : '';
       problems.push(
-        `certificate of ${check.address} does not cover ${access.name} (it covers ${covers}): add ${access.name} to its subject alternative names (kubeadm: apiServer.certSANs), or set tls-server-name in the kubeconfig to a name every apiserver's certificate covers${alternative}`,
+        `certificate of ${check.address} does not cover ${access.verification.name} (it covers ${covers}): add ${access.verification.name} to its subject alternative names (kubeadm: apiServer.certSANs), or set tls-server-name in the kubeconfig to a name every apiserver's certificate covers${alternative}`,
       );
     } else if (t.error !== null && chainCodes.includes(t.error)) {
       problems.push(`certificate of ${check.address} (issuer ${t.issuer ?? 'unknown'}) is not signed by the kubeconfig's CA (${t.error}): put the CA that signed it in certificate-authority-data, or reissue the certificate from the cluster CA`);
@@ -167,12 +161,12 @@ function advice(check: EndpointCheck, access: ClusterAccess, timeoutMs: number):
     } else {
       problems.push(`certificate of ${check.address} failed verification (${t.error ?? 'unknown'})`);
     }
-    if (!access.verify) problems[problems.length - 1] += ' — ignored, because the kubeconfig says insecure-skip-tls-verify';
+    if (!access.tls.rejectUnauthorized) problems[problems.length - 1] += ' — ignored, because the kubeconfig says insecure-skip-tls-verify';
   }
   if (r.status === 401) problems.push(`${where} rejects the kubeconfig's credentials on /readyz (401): refresh the token or client certificate`);
   else if (r.status === 403) problems.push(`${where} forbids /readyz to the kubeconfig's user (403): allow get on the non-resource URL /readyz (the system:public-info-viewer role does)`);
   else if (r.status !== null && !r.ok) problems.push(`${where} is not ready (/readyz ${r.status}${r.detail ? `: ${r.detail}` : ''}): kube-balancer sends it no requests until it is`);
-  else if (r.status === null && (t.ok || !access.verify)) problems.push(`${where}: /readyz got no answer (${r.detail ?? 'unknown'})`);
+  else if (r.status === null && (t.ok || !access.tls.rejectUnauthorized)) problems.push(`${where}: /readyz got no answer (${r.detail ?? 'unknown'})`);
   return problems;
 }
 

@@ -1,4 +1,4 @@
-// What `resolve` and `watch` share: a resolver built from the command line, and how endpoints print.
+// What `resolve` and `watch` share, and `probe` in part: a resolver built from the command line, and how endpoints print.
 import { systemClock } from '../clock.ts';
 import { dnsCacheDefaults } from '../dns/DnsCache.ts';
 import { parseNameServer, type NameServer } from '../dns/ResolvConf.ts';
@@ -30,23 +30,37 @@ export interface EndpointRow {
   source: string | null;
 }
 
-/** Builds the resolver for `target`; a target or server that cannot work is a usage error. */
-export function openResolver(target: string, dnsServers: readonly string[] = []): Resolver {
-  const servers: NameServer[] = dnsServers.map((spec) => {
+/** The one `<target>` argument of `resolve` and `watch`. */
+export function oneTarget(positionals: readonly string[]): string {
+  if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing <target>' : `one target only, got ${positionals.length}`);
+  return positionals[0]!;
+}
+
+/** `--dns-server` values; one that is not an address is a usage error. */
+export function parseDnsServers(specs: readonly string[] = []): NameServer[] {
+  return specs.map((spec) => {
     const server = parseNameServer(spec);
     if (!server) throw new UsageError(`--dns-server "${spec}" is not an IP address with an optional port (10.96.0.10, 127.0.0.1:5353, [::1]:53)`);
     return server;
   });
+}
+
+/** A target the library rejects came from the command line: a usage error. Anything else is as it was. */
+export function asUsageError(error: unknown): unknown {
+  if (error instanceof BalancerError && error.code === 'ERR_INVALID_TARGET') return new UsageError(`invalid target ${error.message.replace(/^options\.target /, '')}`);
+  return error;
+}
+
+/** Builds the resolver for `target`; a target or server that cannot work is a usage error. */
+export function openResolver(target: string, dnsServers: readonly string[] = []): Resolver {
+  const servers = parseDnsServers(dnsServers);
   if (/^kubernetes:/i.test(target)) {
     throw new UsageError(`${target}: a kubernetes: target is read through a cluster's API, which needs a kubeconfig: kube-balancer probe --target ${target}`);
   }
   try {
     return createResolver(target, { clock: systemClock, dns: { ...dnsCacheDefaults, ...(servers.length ? { servers } : {}) } });
   } catch (error) {
-    if (error instanceof BalancerError && error.code === 'ERR_INVALID_TARGET') {
-      throw new UsageError(`invalid target ${error.message.replace(/^options\.target /, '')}`);
-    }
-    throw error;
+    throw asUsageError(error);
   }
 }
 

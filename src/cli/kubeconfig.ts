@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Pem } from '../options.ts';
+import { verificationFor, type Verification } from '../dispatcher/tls.ts';
+import { validateTls, type ResolvedTls } from '../options.ts';
 import { readKubeConfig } from '../kube/readKubeConfig.ts';
 import { optional } from './optional.ts';
 
@@ -13,13 +14,10 @@ export interface ClusterAccess {
   context: string;
   /** The kubeconfig's `server`, often a load balancer in front of the apiservers. */
   server: URL;
-  /** The name every apiserver certificate must cover: `tls-server-name`, else the server's host (an IP stays an IP). */
-  name: string;
-  ca: Pem | Pem[] | undefined;
-  cert: Pem | undefined;
-  key: Pem | undefined;
-  /** `false` when the kubeconfig says `insecure-skip-tls-verify`. */
-  verify: boolean;
+  /** The TLS material, as the balancer takes it; `rejectUnauthorized: false` when the kubeconfig says `insecure-skip-tls-verify`. */
+  tls: ResolvedTls;
+  /** The name every apiserver certificate must cover (`tls-server-name`, else the server's host; an IP stays an IP), and its SNI. */
+  verification: Verification;
   /** Credentials (`authorization` from a token, token file or exec plugin). */
   headers: Record<string, string>;
   /** The loaded kubeconfig, current context set. */
@@ -28,8 +26,9 @@ export interface ClusterAccess {
 
 /**
  * Loads a kubeconfig with `@kubernetes/client-node` and reads its current context the way
- * `fromKubeConfig` does (`readKubeConfig`: client-node's own `applyToHTTPSOptions`), so the
- * probe checks exactly the TLS material and credentials the balancer would use.
+ * `fromKubeConfig` does (`readKubeConfig`: client-node's own `applyToHTTPSOptions`), and verifies
+ * as the balancer does (`verificationFor`), so the probe checks exactly the TLS material, name and
+ * credentials the balancer would use.
  */
 export async function loadClusterAccess(file: string | undefined, context: string | undefined): Promise<ClusterAccess> {
   const { KubeConfig } = await optional(() => import('@kubernetes/client-node'), ['@kubernetes/client-node'], 'reading a kubeconfig');
@@ -55,15 +54,13 @@ export async function loadClusterAccess(file: string | undefined, context: strin
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error(`${source} has no current context or cluster: pass --context NAME`);
   const material = await readKubeConfig(kc);
+  const tls = validateTls(material.tls);
   return {
     source,
     context: kc.getCurrentContext(),
     server: material.server,
-    name: material.tls.servername ?? material.server.hostname.replace(/^\[|\]$/g, ''),
-    ca: Array.isArray(material.tls.ca) ? [...(material.tls.ca as readonly Pem[])] : (material.tls.ca as Pem | undefined),
-    cert: material.tls.cert,
-    key: material.tls.key,
-    verify: material.tls.rejectUnauthorized !== false,
+    tls,
+    verification: verificationFor(material.server, tls),
     headers: material.headers,
     kubeConfig: kc,
   };

@@ -1,10 +1,10 @@
-import type { Balancer, BalancerError } from '../index.ts';
+import type { Balancer } from '../index.ts';
 import { fromKubeConfig } from '../kube/fromKubeConfig.ts';
 import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
-import { duration, EXIT, parse, UsageError } from './args.ts';
+import { duration, EXIT, parse } from './args.ts';
 import { checkEndpoint, type EndpointCheck } from './checkEndpoint.ts';
 import type { Command } from './command.ts';
-import { DNS_SERVER_HELP } from './endpoints.ts';
+import { asUsageError, DNS_SERVER_HELP, parseDnsServers } from './endpoints.ts';
 import { loadClusterAccess, type ClusterAccess } from './kubeconfig.ts';
 import { table } from './table.ts';
 
@@ -43,15 +43,17 @@ Exit codes: 0 every apiserver verified and ready, 1 a problem was found (or none
       json: { type: 'boolean' },
     });
     const timeoutMs = duration('--timeout', values.timeout);
+    const dnsServers = values['dns-server'] ?? [];
+    parseDnsServers(dnsServers);
     const access = await loadClusterAccess(values.kubeconfig, values.context);
-    const { target, endpoints } = await discover(access, values.target, values['dns-server'] ?? [], timeoutMs);
+    const { target, endpoints } = await discover(access, values.target, dnsServers, timeoutMs);
     const checks = await Promise.all(endpoints.map((e) => checkEndpoint(e, access, timeoutMs)));
     const problems = checks.flatMap((c) => c.problems);
-    if (!access.verify) problems.unshift(`the kubeconfig turns certificate verification off (insecure-skip-tls-verify): kube-balancer would too; the TLS results say what verification would find`);
+    if (!access.tls.rejectUnauthorized) problems.unshift(`the kubeconfig turns certificate verification off (insecure-skip-tls-verify): kube-balancer would too; the TLS results say what verification would find`);
     const ok = problems.length === 0;
     if (values.json) {
       console.log(
-        JSON.stringify({ kubeconfig: access.source, context: access.context, server: access.server.href, name: access.name, target, ok, problems, endpoints: checks }, null, 2),
+        JSON.stringify({ kubeconfig: access.source, context: access.context, server: access.server.href, name: access.verification.name, target, ok, problems, endpoints: checks }, null, 2),
       );
     } else {
       console.log(report(access, target, checks, problems));
@@ -62,7 +64,7 @@ Exit codes: 0 every apiserver verified and ready, 1 a problem was found (or none
 
 function report(access: ClusterAccess, target: string, checks: EndpointCheck[], problems: string[]): string {
   const lines = [
-    `kubeconfig ${access.source}, context ${access.context}: server ${access.server.origin}; every certificate must cover ${access.name}`,
+    `kubeconfig ${access.source}, context ${access.context}: server ${access.server.origin}; every certificate must cover ${access.verification.name}`,
     `${checks.length} apiserver${checks.length === 1 ? '' : 's'} from ${target}`,
     '',
     table(
@@ -103,10 +105,7 @@ async function discover(access: ClusterAccess, target: string | undefined, dnsSe
       probe: false,
     });
   } catch (error) {
-    const { code, message } = error as BalancerError;
-    if (code === 'ERR_INVALID_TARGET') throw new UsageError(`invalid target ${message.replace(/^options\.target /, '')}`);
-    if (code === 'ERR_INVALID_OPTION' && message.startsWith('options.dns')) throw new UsageError(message.replace(/^options\.dns\.servers(\[\d+\])?/, '--dns-server'));
-    throw error;
+    throw asUsageError(error);
   }
   const where = balancer.stats().resolver.target;
   try {

@@ -1,6 +1,6 @@
-import { EXIT, parse, UsageError } from './args.ts';
+import { EXIT, parse } from './args.ts';
 import type { Command } from './command.ts';
-import { DNS_SERVER_HELP, endpointTable, openResolver, resolveOnce, sortRows, TARGETS_HELP, toRow } from './endpoints.ts';
+import { DNS_SERVER_HELP, oneTarget, endpointTable, openResolver, resolveOnce, sortRows, TARGETS_HELP, toRow } from './endpoints.ts';
 
 export const resolve: Command = {
   help: `usage: kube-balancer resolve <target> [--dns-server ADDR]... [--json]
@@ -18,8 +18,7 @@ Exit codes: 0 endpoints found, 1 resolution failed or found none, 2 usage error.
 
   async run(args) {
     const { values, positionals } = parse(args, { 'dns-server': { type: 'string', multiple: true }, json: { type: 'boolean' } }, true);
-    if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing <target>' : `one target only, got ${positionals.length}`);
-    const target = positionals[0]!;
+    const target = oneTarget(positionals);
     const answer = await resolveOnce(openResolver(target, values['dns-server']), target);
     // Partial failures (one SRV target without an address) are worth knowing even when others resolved.
     for (const warning of answer.warnings) console.error(`warning: ${warning}`);

@@ -1,7 +1,7 @@
 import { endpointKey } from '../resolver/Resolver.ts';
-import { duration, EXIT, interrupted, parse, positiveInteger, UsageError } from './args.ts';
+import { duration, EXIT, interrupted, parse, positiveInteger } from './args.ts';
 import type { Command } from './command.ts';
-import { DNS_SERVER_HELP, openResolver, sortRows, TARGETS_HELP, toRow, type EndpointRow } from './endpoints.ts';
+import { DNS_SERVER_HELP, oneTarget, openResolver, sortRows, TARGETS_HELP, toRow, type EndpointRow } from './endpoints.ts';
 
 export const watch: Command = {
   help: `usage: kube-balancer watch <target> [--dns-server ADDR]... [--count N] [--duration TIME] [--json]
@@ -28,8 +28,7 @@ Exit codes: 0 stopped after at least one endpoint set, 1 none was ever resolved,
       { 'dns-server': { type: 'string', multiple: true }, count: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } },
       true,
     );
-    if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing <target>' : `one target only, got ${positionals.length}`);
-    const target = positionals[0]!;
+    const target = oneTarget(positionals);
     const count = values.count === undefined ? Infinity : positiveInteger('--count', values.count);
     const ms = values.duration === undefined ? undefined : duration('--duration', values.duration);
     const resolver = openResolver(target, values['dns-server']);

@@ -1,7 +1,8 @@
 import { balancerInternals, type Balancer } from '../dispatcher/Balancer.ts';
-import { notAttachable, notAttached, type KubeAttachment } from './attachToKubeConfig.ts';
+import { notAttached, type KubeAttachment } from './attachToKubeConfig.ts';
 import { createKubeBalancer, type KubeBalancerOptions } from './createKubeBalancer.ts';
 import { fluentClientPeers, type DispatchFunction } from './peers.ts';
+import { unbalanceableReason } from './readKubeConfig.ts';
 
 /** The patched `Agent.prototype.dispatch` of one undici copy, and the balancers it routes to, by origin. */
 interface Patch {
@@ -21,15 +22,15 @@ const patches = new WeakMap<object, Patch>();
  * retries, watch resyncs and credentials (it sets the `Authorization` header itself) are untouched;
  * `tls-server-name` and `insecure-skip-tls-verify`, which KFC ignores, are honoured.
  *
- * With `proxy-url` in the kubeconfig, or a plain `http:` server, nothing is patched (see `attachToKubeConfig`).
+ * With `proxy-url` in the kubeconfig, or a server that is not `https:`, nothing is patched (see `attachToKubeConfig`).
  */
 export async function attachToFluentClient(options: KubeBalancerOptions = {}): Promise<KubeAttachment> {
   const { undici, KubeConfig } = await fluentClientPeers();
   const kc = new KubeConfig();
   kc.loadFromDefault();
-  const reason = notAttachable(kc);
+  const reason = unbalanceableReason(kc);
   if (reason) return notAttached(reason);
-  const { balancer, material } = await createKubeBalancer(kc, { undici, ...options }, (opts) => kc.applyToHTTPSOptions(opts));
+  const { balancer, material } = await createKubeBalancer(kc, { undici, ...options });
   const origin = material.server.origin;
   const proto = undici.Agent.prototype as unknown as { dispatch: DispatchFunction };
   let patch = patches.get(proto);

@@ -2,7 +2,7 @@ import { balancerInternals, type Balancer } from '../dispatcher/Balancer.ts';
 import { BalancingAgent } from '../dispatcher/BalancingAgent.ts';
 import { BalancerError } from '../errors.ts';
 import { createKubeBalancer, type KubeBalancerOptions } from './createKubeBalancer.ts';
-import { tlsOf, type KubeConfigLike } from './readKubeConfig.ts';
+import { tlsOf, unbalanceableReason, type KubeConfigLike } from './readKubeConfig.ts';
 
 /** What `attachToKubeConfig` did. */
 export interface KubeAttachment {
@@ -46,12 +46,12 @@ const attaching = new WeakSet<object>();
  * before; TLS material that changes (an exec plugin's new client certificate) gets new connections.
  *
  * A cluster with `proxy-url` is not attached — dialling apiservers directly would bypass the proxy —
- * nor one whose server is plain `http:` (`kubectl proxy`: one local endpoint, nothing to balance):
+ * nor one whose server is not `https:` (`kubectl proxy`'s `http:`: one local endpoint, nothing to balance):
  * the result says why, and a `KubeBalancerWarning` is emitted on `process`.
  */
 export async function attachToKubeConfig(kc: KubeConfigLike, options: KubeBalancerOptions = {}): Promise<KubeAttachment> {
   if (attachments.has(kc) || attaching.has(kc)) throw new BalancerError('ERR_KUBECONFIG', 'this KubeConfig is already attached to a balancer; detach it first');
-  const reason = notAttachable(kc);
+  const reason = unbalanceableReason(kc);
   if (reason) return notAttached(reason);
   attaching.add(kc);
   try {
@@ -61,15 +61,9 @@ export async function attachToKubeConfig(kc: KubeConfigLike, options: KubeBalanc
   }
 }
 
-/** Why a kubeconfig's current cluster must not be attached, if it must not. */
-export function notAttachable(kc: KubeConfigLike): string | undefined {
-  const cluster = kc.getCurrentCluster();
-  if (cluster?.proxyUrl) return `not attached: the current cluster has proxy-url ${cluster.proxyUrl}, and dialling apiservers directly would bypass the proxy`;
-  if (cluster?.server.startsWith('http:')) return `not attached: the current cluster's server ${cluster.server} is plain http (a local proxy such as kubectl proxy): nothing to balance`;
-  return undefined;
-}
-
-export function notAttached(reason: string): KubeAttachment {
+/** The result for a cluster the balancer must not take over (`unbalanceableReason`), with the warning. */
+export function notAttached(why: string): KubeAttachment {
+  const reason = `not attached: ${why}`;
   process.emitWarning(`kube-balancer: ${reason}`, { type: 'KubeBalancerWarning', code: 'KUBE_BALANCER_NOT_ATTACHED' });
   return { attached: false, reason, balancer: undefined, detach: () => Promise.resolve() };
 }

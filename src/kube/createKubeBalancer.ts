@@ -1,10 +1,11 @@
 import { balancerInternals, createBalancer, type Balancer } from '../dispatcher/Balancer.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import { BalancerError } from '../errors.ts';
 import type { BalancerOptions, BootstrapOptions } from '../options.ts';
 import type { Target } from '../resolver/parseTarget.ts';
 import { defaultTarget } from './defaultTarget.ts';
 import { clientNodeUndici } from './peers.ts';
-import { readKubeConfig, type ApplyToHttpsOptions, type KubeConfigLike, type KubeMaterial } from './readKubeConfig.ts';
+import { readKubeConfig, unbalanceableReason, type ApplyToHttpsOptions, type KubeConfigLike, type KubeMaterial } from './readKubeConfig.ts';
 
 /** Balancer options for a kubeconfig: everything but what the kubeconfig decides. */
 export interface KubeBalancerOptions extends Omit<BalancerOptions, 'target' | 'origin' | 'tls' | 'bootstrap'> {
@@ -23,31 +24,21 @@ const CREDENTIALS_TTL_MS = 1_000;
 /**
  * A balancer for the kubeconfig's current context: its server is the balanced origin, the bootstrap
  * of `kubernetes:` targets and the last resort; its TLS material and credentials are client-node's
- * own reading (`apply`), re-read for probes and EndpointSlice requests so rotations reach them, and
- * new TLS material replaces the pools' (the client's own requests bring theirs through the hooks).
+ * own reading (`apply`, default `kc.applyToHTTPSOptions`), re-read for probes and EndpointSlice
+ * requests so rotations reach them, and new TLS material replaces the pools' (the client's own
+ * requests bring theirs through the hooks).
  */
-export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalancerOptions, apply: ApplyToHttpsOptions): Promise<{ balancer: Balancer; material: KubeMaterial }> {
+export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalancerOptions, apply?: ApplyToHttpsOptions): Promise<{ balancer: Balancer; material: KubeMaterial }> {
+  const unbalanceable = unbalanceableReason(kc);
+  if (unbalanceable) throw new BalancerError('ERR_KUBECONFIG', unbalanceable);
   const material = await readKubeConfig(kc, apply);
-  if (material.proxyUrl) {
-    throw new BalancerError('ERR_KUBECONFIG', `the current cluster has proxy-url ${material.proxyUrl}: dialling apiservers directly would bypass the proxy`);
-  }
-  if (material.server.protocol !== 'https:') {
-    throw new BalancerError('ERR_KUBECONFIG', `the current cluster's server ${material.server.href} is not https: (a local proxy such as kubectl proxy has nothing to balance)`);
-  }
   // Filled in below; the resolver may ask for credentials while the balancer is being built.
   const built: { balancer?: Balancer } = {};
-  let cached: { at: number; headers: Promise<Record<string, string>> } | undefined;
-  const credentials = (): Promise<Record<string, string>> => {
-    const now = performance.now();
-    if (cached && now - cached.at < CREDENTIALS_TTL_MS) return cached.headers;
-    const headers = readKubeConfig(kc, apply).then((fresh) => {
-      if (built.balancer) balancerInternals(built.balancer).replaceTls(fresh.tls);
-      return fresh.headers;
-    });
-    headers.catch(() => (cached = undefined));
-    cached = { at: now, headers };
-    return headers;
-  };
+  const credentials = cachedFor(CREDENTIALS_TTL_MS, options.clock ?? systemClock, async () => {
+    const fresh = await readKubeConfig(kc, apply);
+    if (built.balancer) balancerInternals(built.balancer).replaceTls(fresh.tls);
+    return fresh.headers;
+  });
   const { target, bootstrap, probe, undici, ...rest } = options;
   const balancer = createBalancer({
     ...rest,
@@ -61,4 +52,17 @@ export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalanc
   });
   built.balancer = balancer;
   return { balancer, material };
+}
+
+/** `read`, asked again only once its last answer is `ttlMs` of `clock` time old; a failed read is not kept. */
+export function cachedFor<T>(ttlMs: number, clock: Clock, read: () => Promise<T>): () => Promise<T> {
+  let cached: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    const now = clock.now();
+    if (cached && now - cached.at < ttlMs) return cached.value;
+    const value = read();
+    value.catch(() => (cached = undefined));
+    cached = { at: now, value };
+    return value;
+  };
 }

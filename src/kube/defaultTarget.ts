@@ -1,8 +1,9 @@
 import type { Target } from '../resolver/parseTarget.ts';
 
 /** SRV records of a headless Service over the apiservers (see examples/kubernetes-headless-*.yaml). */
-export const IN_CLUSTER_DNS_TARGET = 'dns+srv:///_https._tcp.kubernetes-headless.default.svc.cluster.local.';
-export const ENDPOINTSLICE_TARGET = 'kubernetes:///default/kubernetes';
+export const IN_CLUSTER_SRV_NAME = '_https._tcp.kubernetes-headless.default.svc.cluster.local.';
+const IN_CLUSTER_DNS_TARGET = `dns+srv:///${IN_CLUSTER_SRV_NAME}`;
+const ENDPOINTSLICE_TARGET = 'kubernetes:///default/kubernetes';
 
 /**
  * Where to look for apiservers when the caller does not say. In a cluster (the server is the

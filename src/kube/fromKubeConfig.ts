@@ -10,11 +10,12 @@ import type { KubeConfigLike } from './readKubeConfig.ts';
  * `insecure-skip-tls-verify` as client-node applies them. Every endpoint is verified against
  * `tls-server-name`, else the server's host name, else the server's IP (in-cluster
  * `https://10.96.0.1:443`) — never against the address dialled. Rejects with `ERR_KUBECONFIG` when
- * the cluster has `proxy-url` (dialling apiservers directly would bypass the proxy).
+ * the cluster has `proxy-url` (dialling apiservers directly would bypass the proxy) or a server that
+ * is not `https:`.
  *
  * Use it as the `dispatcher` of undici's `fetch`/`request` (add the credentials yourself), or let
  * `attachToKubeConfig` route every request of the `KubeConfig` through it.
  */
 export async function fromKubeConfig(kc: KubeConfigLike, options: KubeBalancerOptions = {}): Promise<Balancer> {
-  return (await createKubeBalancer(kc, options, (opts) => kc.applyToHTTPSOptions(opts))).balancer;
+  return (await createKubeBalancer(kc, options)).balancer;
 }

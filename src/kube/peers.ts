@@ -1,10 +1,12 @@
 // The optional peers, @kubernetes/client-node and kubernetes-fluent-client, are loaded only when a
 // helper that needs them is called: `import { createBalancer } from 'kube-balancer'` works without them.
 import type * as ClientNodeModule from '@kubernetes/client-node';
+import type * as Undici from 'undici';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { BalancerError } from '../errors.ts';
 import type { UndiciModule } from '../options.ts';
+import type { KubeConfigLike } from './readKubeConfig.ts';
 
 type ClientNode = typeof ClientNodeModule;
 
@@ -13,9 +15,9 @@ type ClientNode = typeof ClientNodeModule;
  * loses every response header (research: a dispatcher from another major silently breaks it).
  * `undefined` when client-node cannot be found, so the balancer falls back on its own undici.
  */
-export function clientNodeUndici(): UndiciModule | undefined {
+export function clientNodeUndici(): typeof Undici | undefined {
   try {
-    return createRequire(import.meta.resolve('@kubernetes/client-node'))('undici') as UndiciModule;
+    return createRequire(import.meta.resolve('@kubernetes/client-node'))('undici') as typeof Undici;
   } catch {
     return undefined;
   }
@@ -44,9 +46,7 @@ export async function fluentClientPeers(): Promise<{ undici: UndiciModule; KubeC
 
 export type DispatchFunction = (this: unknown, opts: { origin?: string | URL | null }, handler: unknown) => boolean;
 
-export interface FluentKubeConfig {
+/** The `KubeConfig` of kubernetes-fluent-client's own client-node copy. */
+interface FluentKubeConfig extends KubeConfigLike {
   loadFromDefault(): void;
-  getCurrentCluster(): { name: string; server: string; proxyUrl?: string; skipTLSVerify?: boolean } | null;
-  applyToHTTPSOptions(opts: object): Promise<void>;
-  applySecurityAuthentication(context: never): Promise<void>;
 }

@@ -15,7 +15,6 @@ export interface KubeConfigLike {
 export interface KubeMaterial {
   /** `cluster.server`, as written (a path prefix included). */
   server: URL;
-  proxyUrl: string | undefined;
   tls: TlsOptions;
   /** `Authorization` (token, token file, exec plugin, OIDC, basic auth) and `Impersonate-User`. */
   headers: Record<string, string>;
@@ -41,7 +40,24 @@ export async function readKubeConfig(kc: KubeConfigLike, apply: ApplyToHttpsOpti
   }
   const opts: Record<string, unknown> = {};
   await apply(opts);
-  return { server, proxyUrl: cluster.proxyUrl || undefined, tls: tlsOf(opts), headers: headersOf(opts) };
+  return { server, tls: tlsOf(opts), headers: headersOf(opts) };
+}
+
+/**
+ * Why the balancer must not dial the current cluster's apiservers itself, if it must not: through
+ * `proxy-url` it would bypass the proxy; a server that is not https (`kubectl proxy`'s `http:`) is
+ * one local endpoint with nothing to balance. No current cluster, or a server that is not a URL, is
+ * `readKubeConfig`'s error to report.
+ */
+export function unbalanceableReason(kc: KubeConfigLike): string | undefined {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) return undefined;
+  if (cluster.proxyUrl) return `the current cluster has proxy-url ${cluster.proxyUrl}: dialling apiservers directly would bypass the proxy`;
+  const protocol = URL.parse(cluster.server)?.protocol;
+  if (protocol !== undefined && protocol !== 'https:') {
+    return `the current cluster's server ${cluster.server} is not https: (a local proxy such as kubectl proxy has nothing to balance)`;
+  }
+  return undefined;
 }
 
 /** TLS settings from options client-node filled in (`https.RequestOptions` or its agent options). */

@@ -2,6 +2,7 @@ import type { EndpointInfo } from '../balancer/Endpoint.ts';
 import type { Policy } from '../balancer/Picker.ts';
 import type { RetryReason } from '../dispatcher/BalancedRequest.ts';
 import type { EjectReason } from '../health/HealthTracker.ts';
+import { isResolver } from '../resolver/parseTarget.ts';
 
 /** What `balancer.stats()` returns: plain data, safe to `JSON.stringify`, never live. */
 export interface BalancerStats {
@@ -33,7 +34,10 @@ export interface BalancerStats {
     panic: boolean;
   };
   resolver: {
-    /** The target: its URI, `list` for an array of endpoints, `custom` for a resolver object. */
+    /**
+     * The target: its URI; for a chain, its URIs separated by spaces (`custom` for a resolver
+     * object in it); `list` for an array of endpoints, `custom` for a resolver object.
+     */
     target: string;
     /** Endpoint sets received (the first included). */
     updates: number;
@@ -49,8 +53,10 @@ export interface BalancerStats {
   };
 }
 
-export const retryReasons: readonly RetryReason[] = ['connect', 'tls', 'refused', 'reset', 'unresponsive', 'timeout', 'throttled', '5xx'];
-export const ejectReasons: readonly EjectReason[] = ['connect', 'tls', 'failures', 'throttled', 'unreachable', 'probe'];
+// Every reason of the unions, so counting one never starts from undefined (NaN); `satisfies` makes a
+// reason added there a compile error here until it is added.
+const noRetries = { connect: 0, tls: 0, refused: 0, reset: 0, unresponsive: 0, timeout: 0, throttled: 0, '5xx': 0 } satisfies Record<RetryReason, 0>;
+const noEjections = { connect: 0, tls: 0, failures: 0, throttled: 0, unreachable: 0, probe: 0 } satisfies Record<EjectReason, 0>;
 
 /** A custom resolver could report any string as a query result; a metric label must stay a small set. */
 const MAX_DNS_RESULTS = 32;
@@ -62,8 +68,8 @@ const MAX_DNS_RESULTS = 32;
 export class Totals {
   requests = 0;
   failed = 0;
-  readonly retries = zeroes(retryReasons);
-  readonly ejections = zeroes(ejectReasons);
+  readonly retries: Record<RetryReason, number> = { ...noRetries };
+  readonly ejections: Record<EjectReason, number> = { ...noEjections };
   readonly resolver: Omit<BalancerStats['resolver'], 'dnsQueries'>;
   /** A Map, not an object: a resolver's result strings are not trusted to be harmless keys (`__proto__`). */
   readonly #dnsQueries = new Map<string, number>();
@@ -109,12 +115,11 @@ export class Totals {
   }
 }
 
-function zeroes<K extends string>(keys: readonly K[]): Record<K, number> {
-  return Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
-}
-
 /** How a target is named in stats: never a resolver object's innards. */
 export function describeTarget(target: unknown): string {
   if (typeof target === 'string') return target;
-  return Array.isArray(target) ? 'list' : 'custom';
+  if (!Array.isArray(target)) return 'custom';
+  // A chain of URIs and resolvers is named by its links, as CLIENT_LOAD_BALANCE_TARGET spells one.
+  const chain = target.length > 0 && target.every((link) => typeof link === 'string' || isResolver(link));
+  return chain ? target.map(describeTarget).join(' ') : 'list';
 }

@@ -20,7 +20,7 @@ import { StaticResolver } from './StaticResolver.ts';
  */
 export type Target = string | Resolver | readonly EndpointAddress[] | ReadonlyArray<string | Resolver>;
 
-function isResolver(value: unknown): value is Resolver {
+export function isResolver(value: unknown): value is Resolver {
   return typeof value === 'object' && value !== null && typeof (value as Resolver).start === 'function';
 }
 

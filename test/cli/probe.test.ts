@@ -112,6 +112,9 @@ test('a refused port, an unknown context, a missing kubeconfig and a bad target'
     const bad = await runCli(['probe', '--kubeconfig', kubeconfig, '--target', 'foo']);
     t.is(bad.code, 2);
     t.regex(bad.stderr, /^kube-balancer probe: invalid target "foo"/);
+    const badDns = await runCli(['probe', '--kubeconfig', kubeconfig, '--target', 'dns:///apiservers.example.test.:6443', '--dns-server', 'not-an-ip']);
+    t.is(badDns.code, 2);
+    t.regex(badDns.stderr, /^kube-balancer probe: --dns-server "not-an-ip" is not an IP address/);
     t.is(cluster.instances.length, 3);
   });
 });

@@ -98,7 +98,7 @@ test.serial('an endpoint whose certificate does not verify gets no request, and 
   }
 });
 
-test.serial('proxy-url, or a plain http: server: not attached, with a warning; the KubeConfig is untouched', async (t) => {
+test.serial('proxy-url, or a server that is not https: not attached, with a warning; the KubeConfig is untouched', async (t) => {
   const warnings: Error[] = [];
   const onWarning = (w: Error): void => void warnings.push(w);
   process.on('warning', onWarning);
@@ -116,12 +116,14 @@ test.serial('proxy-url, or a plain http: server: not attached, with a warning; t
     const error = await t.throwsAsync(fromKubeConfig(kc), { instanceOf: BalancerError });
     t.is(error.code, 'ERR_KUBECONFIG');
 
-    // A plain http: server (kubectl proxy) has nothing to balance.
-    const local = kubeConfig({ server: 'http://127.0.0.1:1', insecure: true });
-    const notAttached = await attachToKubeConfig(local);
-    t.false(notAttached.attached);
-    t.regex(notAttached.reason ?? '', /plain http/);
-    t.is((await t.throwsAsync(fromKubeConfig(local), { instanceOf: BalancerError })).code, 'ERR_KUBECONFIG');
+    // A plain http: server (kubectl proxy) has nothing to balance, however its scheme is spelt.
+    for (const server of ['http://127.0.0.1:1', 'HTTP://127.0.0.1:1', 'ws://127.0.0.1:1']) {
+      const local = kubeConfig({ server, insecure: true });
+      const notAttached = await attachToKubeConfig(local);
+      t.false(notAttached.attached, server);
+      t.regex(notAttached.reason ?? '', /is not https/);
+      t.is((await t.throwsAsync(fromKubeConfig(local), { instanceOf: BalancerError })).code, 'ERR_KUBECONFIG');
+    }
   } finally {
     process.off('warning', onWarning);
   }

@@ -148,3 +148,19 @@ test('a dns+srv: target counts its DNS queries by result and reports a failure a
     await refused.close();
   }
 });
+
+test('resolver.target names a chain by its URIs, an array of endpoints as list, a resolver object as custom', async (t) => {
+  const custom = { start: (l: ResolverListener) => l.endpoints([{ address: '127.0.0.9', port: 6443 }]) };
+  const cases: Array<[Parameters<typeof createBalancer>[0]['target'], string]> = [
+    ['static:///127.0.0.2:6443', 'static:///127.0.0.2:6443'],
+    [['static:///127.0.0.2:6443', 'static:///127.0.0.3:6443'], 'static:///127.0.0.2:6443 static:///127.0.0.3:6443'],
+    [['static:///127.0.0.2:6443', custom], 'static:///127.0.0.2:6443 custom'],
+    [[{ address: '127.0.0.2', port: 6443 }], 'list'],
+    [custom, 'custom'],
+  ];
+  for (const [target, named] of cases) {
+    const balancer = createBalancer({ target, probe: false });
+    t.is(balancer.stats().resolver.target, named);
+    await balancer.close();
+  }
+});

@@ -1,8 +1,7 @@
 import { ApiserverCluster, type ApiserverInstance } from '../../../fixtures/apiserver/index.ts';
 import { DnsTestServer } from '../../../fixtures/dns/DnsTestServer.ts';
+import { IN_CLUSTER_SRV_NAME } from '../../kube/defaultTarget.ts';
 
-/** The headless Service's SRV name, as CoreDNS serves it for `examples/kubernetes-headless-*.yaml`. */
-export const SRV_NAME = '_https._tcp.kubernetes-headless.default.svc.cluster.local.';
 /** The name in the kubeconfig, and the one every apiserver certificate is verified against. */
 export const SERVER_NAME = 'kubernetes.default.svc';
 
@@ -48,7 +47,7 @@ export class DemoCluster {
     for (const [i, instance] of cluster.instances.entries()) {
       const target = `apiserver-${i + 1}.kubernetes-headless.default.svc.cluster.local.`;
       dns.add(
-        { name: SRV_NAME, type: 'SRV', ttl: 5, data: { priority: 0, weight, port: instance.port, target } },
+        { name: IN_CLUSTER_SRV_NAME, type: 'SRV', ttl: 5, data: { priority: 0, weight, port: instance.port, target } },
         { name: target, type: 'A', ttl: 5, data: instance.host },
       );
     }
@@ -57,7 +56,7 @@ export class DemoCluster {
 
   /** `dns+srv:///_https._tcp.kubernetes-headless.default.svc.cluster.local.` */
   get target(): string {
-    return `dns+srv:///${SRV_NAME}`;
+    return `dns+srv:///${IN_CLUSTER_SRV_NAME}`;
   }
 
   /** The kubeconfig's server: a name only the balancer's target and the clients' TLS settings give meaning to. */

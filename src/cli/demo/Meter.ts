@@ -1,9 +1,9 @@
 import { USERS, type Apiserver, type ClientKey } from './DemoCluster.ts';
+import { CLIENT_KEYS } from './snapshot.ts';
 
-const CLIENTS = Object.keys(USERS) as ClientKey[];
 /** The balancer's own health probes: not the workload, whoever's credentials they carry. */
 const HEALTH = /^\/(?:readyz|livez|healthz)(?:[/?]|$)/;
-const CLIENT_OF_USER = new Map(CLIENTS.map((c) => [USERS[c] as string, c]));
+const CLIENT_OF_USER = new Map(CLIENT_KEYS.map((c) => [USERS[c] as string, c]));
 
 /**
  * Counts requests where they arrive: each apiserver's own request log, told apart by the user each
@@ -21,7 +21,7 @@ export class Meter {
     this.#apiservers = apiservers;
     this.startMs = startMs;
     this.bucketMs = bucketMs;
-    this.#counts = Object.fromEntries(CLIENTS.map((c) => [c, apiservers.map(() => [])])) as unknown as Record<ClientKey, number[][]>;
+    this.#counts = Object.fromEntries(CLIENT_KEYS.map((c) => [c, apiservers.map(() => [])])) as unknown as Record<ClientKey, number[][]>;
     this.#lastId = apiservers.map((a) => a.instance.requests.at(-1)?.id ?? 0);
   }
 

@@ -1,10 +1,10 @@
 // The two clients the demo compares. Both are the unmodified @kubernetes/client-node with the same
 // kubeconfig; only what carries its requests differs, so the comparison is about where they go.
-import { createRequire } from 'node:module';
 import type * as ClientNode from '@kubernetes/client-node';
 import type * as Undici from 'undici';
 import { certs } from '../../../fixtures/certs/index.ts';
 import { attachToKubeConfig, type Balancer } from '../../index.ts';
+import { clientNodeUndici } from '../../kube/peers.ts';
 import { SERVER_NAME, type Apiserver, type ClientKey, type DemoCluster } from './DemoCluster.ts';
 
 export type ClientNodeModule = typeof ClientNode;
@@ -33,11 +33,6 @@ export interface DemoClient {
   /** kube-balancer only: the balancer under it. */
   balancer?: Balancer;
   close(): Promise<void>;
-}
-
-/** The undici copy client-node's `fetch` runs on; a dispatcher must be built from the same copy. */
-function clientNodeUndici(): typeof Undici {
-  return createRequire(import.meta.resolve('@kubernetes/client-node'))('undici') as typeof Undici;
 }
 
 /**
@@ -90,7 +85,9 @@ export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluste
  * connection, never per request.
  */
 export function oneConnectionClient(k8s: ClientNodeModule, demo: DemoCluster, pinned: Apiserver): DemoClient {
+  // The copy client-node's `fetch` runs on: a dispatcher from another copy loses response headers.
   const undici = clientNodeUndici();
+  if (!undici) throw new Error('@kubernetes/client-node has no undici of its own to build the connection from');
   const client = new undici.Client(pinned.instance.url, { allowH2: true, connect: { ca: certs.ca, servername: SERVER_NAME } });
   const kubeConfig = kubeConfigThrough(k8s, demo.kubeconfig('oneConnection'), client);
   const watch = countingWatch(k8s, kubeConfig);
