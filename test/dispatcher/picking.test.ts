@@ -8,6 +8,7 @@ import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, type Response, type TestServer } from '../../fixtures/server/TestServer.ts';
 import { createBalancer, type Balancer } from '../../src/index.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
+import { until } from '../helpers/poll.ts';
 import { addressOf, pushResolver } from '../helpers/pushResolver.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
@@ -48,15 +49,6 @@ async function holdingServers(hosts: string[]): Promise<{ servers: TestServer[];
 
 async function get(balancer: Balancer, path: string): Promise<undici.Dispatcher.ResponseData> {
   return undici.request(`${ORIGIN}${path}`, { dispatcher: balancer });
-}
-
-/** Polls until `check` holds; generous, because several test suites share two cores. */
-async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
 }
 
 const watchesOn = (server: TestServer): number => server.requests.filter((r) => r.path.includes('watch=true')).length;
@@ -161,7 +153,7 @@ test('a removed endpoint gets nothing new; its watch and long requests complete;
     const kept = servers.filter((s) => s !== removed);
     // Six long requests, two on each server, all in flight.
     const slow = Array.from({ length: 6 }, (_, k) => get(balancer, `/slow/${k}`));
-    await until(() => held.length === 7, 'the watch and six slow requests to be held by the servers');
+    await until(() => held.length === 7, { what: 'the watch and six slow requests to be held by the servers' });
     const before = removed.requests.length;
     t.is(before, 3);
 
@@ -188,7 +180,7 @@ test('a removed endpoint gets nothing new; its watch and long requests complete;
     }
     t.is(await watch.body.text(), '{"type":"ADDED"}\n{"type":"BOOKMARK"}\n', 'the watch on the removed endpoint ran to its end');
     t.is(await next.body.text(), '{"type":"ADDED"}\n{"type":"BOOKMARK"}\n');
-    await until(() => disconnected.includes(removed.authority), 'the removed endpoint\'s pool to close');
+    await until(() => disconnected.includes(removed.authority), { what: 'the removed endpoint\'s pool to close' });
     t.false(kept.some((s) => disconnected.includes(s.authority)), 'the other endpoints keep their connections');
   } finally {
     release();

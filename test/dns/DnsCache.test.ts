@@ -3,7 +3,7 @@ import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
 import { DnsCache, dnsCacheDefaults, type DnsCacheOptions } from '../../src/dns/DnsCache.ts';
 import { DnsClient } from '../../src/dns/DnsClient.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
-import { until } from '../helpers/until.ts';
+import { until } from '../helpers/poll.ts';
 
 interface Setup {
   server: DnsTestServer;
@@ -163,7 +163,7 @@ test('close() aborts a query under way; the lookup resolves with what was cached
   await withCache(async ({ server, cache }) => {
     server.rule({ action: { drop: true } });
     const pending = cache.lookup('api.test.', 'A');
-    t.true(await until(() => server.log.length === 1));
+    await until(() => server.log.length === 1, { what: 'the query to reach the server' });
     cache.close();
     const result = await pending;
     t.is(result.answer, undefined);

@@ -8,7 +8,7 @@ import { DnsError } from '../../src/dns/DnsError.ts';
 import type { NameServer } from '../../src/dns/ResolvConf.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { activeResources, leftOver } from '../helpers/leaks.ts';
-import { until } from '../helpers/until.ts';
+import { until } from '../helpers/poll.ts';
 
 function serverOf(s: DnsTestServer): NameServer {
   return { address: s.host, port: s.port };
@@ -262,7 +262,7 @@ test('the per-try timeout doubles each round, and the last failure is reported',
       [2, 200],
       [3, 400],
     ] as const) {
-      t.true(await until(() => server.log.length === n && clock.pending === 1), `try ${n} sent`);
+      await until(() => server.log.length === n && clock.pending === 1, { what: `try ${n} to be sent` });
       clock.advance(wait - 1);
       t.is(server.log.length, n, `try ${n} still waits at ${wait - 1} ms`);
       clock.advance(1);
@@ -277,9 +277,9 @@ test('the overall deadline bounds a lookup whatever the attempts', async (t) => 
     server.rule({ action: { drop: true } });
     const clock = new FakeClock();
     const failed = t.throwsAsync(client([server], { timeout: 100, attempts: 5, deadline: 250 }, clock).query('api.test.', 'A'));
-    t.true(await until(() => server.log.length === 1 && clock.pending === 1));
+    await until(() => server.log.length === 1 && clock.pending === 1, { what: 'the first try' });
     clock.advance(100);
-    t.true(await until(() => server.log.length === 2 && clock.pending === 1));
+    await until(() => server.log.length === 2 && clock.pending === 1, { what: 'the second try' });
     clock.advance(150); // the second try only had 150 ms left of the 250
     t.is((await failed)?.message.includes('TIMEOUT'), true);
     t.is(server.log.length, 2);
@@ -293,7 +293,7 @@ test.serial('an abort ends the lookup at once and releases the socket', async (t
     const baseline = activeResources();
     const controller = new AbortController();
     const failed = t.throwsAsync(client([server]).query('api.test.', 'A', controller.signal), { instanceOf: DnsError });
-    t.true(await until(() => server.log.length === 1));
+    await until(() => server.log.length === 1, { what: 'the query to reach the server' });
     controller.abort();
     t.is((await failed)?.reason, 'ABORTED');
     t.deepEqual(await leftOver(baseline), {});

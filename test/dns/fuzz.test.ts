@@ -14,7 +14,7 @@ import type { DnsResolver } from '../../src/resolver/DnsResolver.ts';
 import { createResolver } from '../../src/resolver/parseTarget.ts';
 import type { EndpointAddress } from '../../src/resolver/Resolver.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
-import { until } from '../helpers/until.ts';
+import { until } from '../helpers/poll.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
 const SRV = '_https._tcp.api.test';
@@ -197,7 +197,7 @@ test('resolver: a mutated answer alone never throws; the set stays or holds only
         });
         h.clock.advance(1000);
         const round = h.resolver.resolveNow();
-        await until(() => sent, 5000);
+        await until(() => sent, { what: 'the mutated answer to be sent' });
         await sleep(2);
         h.clock.advance(1000); // the per-try timeout, should the client still be waiting
         await round;

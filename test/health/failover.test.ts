@@ -3,7 +3,8 @@ import * as undici from 'undici';
 import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
 import { startServers, staticTarget, sendJson, type TestServer } from '../../fixtures/server/TestServer.ts';
 import { BalancerError, createBalancer, type Balancer, type BalancerOptions } from '../../src/index.ts';
-import { eventually, load } from '../helpers/load.ts';
+import { load } from '../helpers/load.ts';
+import { until } from '../helpers/poll.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const HOSTS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
@@ -112,7 +113,7 @@ test('black hole 1 of 3: every GET completes through the others; the endpoint is
       results.filter((r) => r.error).map((r) => `${codeOf(r.error)} ${(r.error as BalancerError).causes?.map((c) => `${c.endpoint} ${codeOf(c.error)}`).join(',')}`),
       [],
     );
-    t.true(await eventually(() => ejectedAt > 0, 3000), 'ejected');
+    await until(() => ejectedAt > 0, { timeoutMs: 3000, what: 'the ejection' });
     t.true(ejectedAt - start <= 1000 + 1000 * 1.2 + 500 + 500, `ejected after ${ejectedAt - start} ms`);
   } finally {
     await close();
@@ -151,7 +152,7 @@ test('draining through fetch (one-shot bodies) and a failing probe: the probe al
   try {
     await load(30, 3, () => get(balancer));
     servers[0]!.mode = 'draining';
-    t.true(await eventually(() => balancer.endpoints()[0]?.state === 'draining', 3000));
+    await until(() => balancer.endpoints()[0]?.state === 'draining', { timeoutMs: 3000, what: 'the probe to drain it' });
     const before = servers[0]!.requests.length + servers[0]!.rejected;
     const results = await load(90, 5, async (i) => {
       const res = await undici.fetch(`${ORIGIN}/api/v1/namespaces/default/configmaps`, {
@@ -167,7 +168,7 @@ test('draining through fetch (one-shot bodies) and a failing probe: the probe al
     t.is(servers[0]!.requests.length + servers[0]!.rejected, before);
     // Two passing probes bring it back.
     servers[0]!.mode = 'normal';
-    t.true(await eventually(() => balancer.endpoints()[0]?.state === 'ready', 3000));
+    await until(() => balancer.endpoints()[0]?.state === 'ready', { timeoutMs: 3000, what: 'the probes to restore it' });
   } finally {
     await close();
   }

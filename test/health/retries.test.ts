@@ -5,7 +5,8 @@ import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
 import { TestServer, startServers, staticTarget, sendJson, type Request, type Response } from '../../fixtures/server/TestServer.ts';
 import { BalancerError, createBalancer } from '../../src/index.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
-import { eventually, load } from '../helpers/load.ts';
+import { load } from '../helpers/load.ts';
+import { until } from '../helpers/poll.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
 
@@ -45,7 +46,7 @@ test('a caller abort is never retried and says nothing about the endpoint', asyn
       const controller = new AbortController();
       const pending = send(controller.signal);
       // Abort once the request is at the server, waiting for its answer.
-      t.true(await eventually(() => received() === before + 1));
+      await until(() => received() === before + 1, { what: 'the request to reach a server' });
       controller.abort();
       const error = await t.throwsAsync(pending);
       t.is(error?.name, 'AbortError');

@@ -6,7 +6,7 @@ import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
 import { startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
 import { BalancerError, createBalancer, type Logger, type ResolverListener } from '../../src/index.ts';
 import { apfThrottle } from '../helpers/throttle.ts';
-import { until } from '../helpers/until.ts';
+import { until } from '../helpers/poll.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
 
@@ -29,14 +29,14 @@ test('the logger gets endpoint changes (info), ejections and drains (warn), retr
   const [a, b, c] = servers.map((s) => `${s.host}:${s.port}`);
   try {
     t.deepEqual(calls[0], ['info', { event: 'endpoints', endpoints: [a, b, c] }, 'apiserver endpoints: 3']);
-    t.true(await until(() => calls.some(([, f]) => f.event === 'drain'), 10_000), 'the failing probe drained an endpoint');
+    await until(() => calls.some(([, f]) => f.event === 'drain'), { what: 'the failing probe to drain an endpoint' });
     for (let i = 0; i < 3; i++) await (await undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer })).body.dump();
     const find = (event: string): Call | undefined => calls.find(([, f]) => f.event === event);
     t.deepEqual(find('drain'), ['warn', { event: 'drain', endpoint: c, reason: 'probe' }, `endpoint ${c} draining (failing probe)`]);
     t.deepEqual(find('eject'), ['warn', { event: 'eject', endpoint: b, reason: 'throttled', durationMs: 60_000 }, `endpoint ${b} ejected (throttled)`]);
     t.deepEqual(find('retry'), ['debug', { event: 'retry', from: b, to: a, reason: 'throttled', attempt: 2 }, `retrying on ${a} after throttled at ${b}`]);
     servers[2]!.readyzStatus = 200;
-    t.true(await until(() => calls.some(([, f]) => f.event === 'restore'), 10_000), 'passing probes restored it');
+    await until(() => calls.some(([, f]) => f.event === 'restore'), { what: 'passing probes to restore it' });
     t.deepEqual(find('restore'), ['info', { event: 'restore', endpoint: c, via: 'probe' }, `endpoint ${c} restored`]);
     t.false(calls.some(([level]) => level === 'error'));
   } finally {

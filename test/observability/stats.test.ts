@@ -4,7 +4,7 @@ import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
 import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
 import { sendJson, startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
 import { createBalancer, type Balancer, type EndpointAddress, type ResolverListener } from '../../src/index.ts';
-import { until } from '../helpers/until.ts';
+import { until } from '../helpers/poll.ts';
 import { load } from '../helpers/load.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
@@ -107,7 +107,7 @@ test('a probe refused for lack of credentials (401) is a warning, once', async (
   const warnings: string[] = [];
   balancer.on('warning', (m) => warnings.push(m));
   try {
-    t.true(await until(() => servers.every((s) => s.probes >= 3), 10_000), 'probes ran');
+    await until(() => servers.every((s) => s.probes >= 3), { what: 'three probes on every server' });
     t.is(warnings.length, 1);
     t.regex(warnings[0]!, /answered 401: set probe\.headers/);
     t.true(balancer.stats().endpoints.every((e) => e.state === 'ready'), 'a 401 counts as alive');

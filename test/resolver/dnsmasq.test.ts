@@ -8,7 +8,7 @@ import { startServers } from '../../fixtures/server/TestServer.ts';
 import { systemClock } from '../../src/clock.ts';
 import { DnsClient } from '../../src/dns/DnsClient.ts';
 import { createBalancer, type Balancer } from '../../src/index.ts';
-import { until } from '../helpers/until.ts';
+import { until } from '../helpers/poll.ts';
 
 const SRV = '_https._tcp.api.test';
 
@@ -67,7 +67,7 @@ test.serial('A/AAAA changes through --hostsdir reach the balancer within TTL + 1
         const changedAt = Date.now();
         dnsmasq.writeHosts({ 'apiservers.api.test': next });
         const expected = next.map((a) => `${a}:6443 p0 w1`).sort();
-        t.true(await until(() => JSON.stringify(view(balancer).sort()) === JSON.stringify(expected), 15_000), `reached ${next.join(', ')}`);
+        await until(() => JSON.stringify(view(balancer).sort()) === JSON.stringify(expected), { timeoutMs: 15_000, what: `the balancer to reach ${next.join(', ')}` });
         const took = Date.now() - changedAt;
         t.log(`took ${took} ms`);
       t.true(took <= (ttl + 1) * 1000, `took ${took} ms`);
@@ -93,7 +93,7 @@ test.serial('an SRV change (dnsmasq restarted on the same port) reaches the bala
       t.deepEqual(view(balancer), ['127.0.0.11:6443 p0 w10', '127.0.0.12:6443 p0 w10']);
       const changedAt = Date.now();
       await dnsmasq.restart(config(['node2.api.test', 'node3.api.test']));
-      t.true(await until(() => view(balancer).join() === '127.0.0.12:6443 p0 w10,127.0.0.13:6443 p0 w10', 15_000));
+      await until(() => view(balancer).join() === '127.0.0.12:6443 p0 w10,127.0.0.13:6443 p0 w10', { timeoutMs: 15_000, what: 'the restarted dnsmasq\'s records' });
       const took = Date.now() - changedAt;
       t.log(`took ${took} ms`);
       t.true(took <= (ttl + 1) * 1000, `took ${took} ms`);
