@@ -88,7 +88,6 @@ test('crash 1 of 3 during POSTs: nothing unsent fails, nothing is created twice,
     for (const { error } of failed) t.regex(codeOf(error), /UND_ERR_SOCKET|ECONNRESET|ERR_HTTP2|UND_ERR_DESTROYED/);
     t.true([...received.values()].every((n) => n === 1), 'no POST reached a server twice');
     t.is(results.filter((r) => r.value === 201).length + failed.length, 1200);
-    t.true(results.filter((r) => r.value === 201).every((_, i) => i >= 0));
     for (let i = 0; i < 1200; i++) if (results[i]?.value === 201) t.is(received.get(JSON.stringify({ id: i })), 1);
   } finally {
     await close();
