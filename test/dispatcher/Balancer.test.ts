@@ -15,7 +15,8 @@ async function withCluster(
   options: Partial<Parameters<typeof createBalancer>[0]> = {},
 ): Promise<void> {
   const servers = await startServers(HOSTS);
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, ...options });
+  // No probes: a probe that times out on a busy machine ejects an endpoint and skews exact counts.
+  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, ...options });
   try {
     await run({ servers, balancer });
   } finally {
@@ -167,7 +168,7 @@ test('an IP origin is verified against that IP, not against the endpoint, and se
   await withCluster(async ({ servers, balancer }) => {
     const error = await t.throwsAsync(undici.request('https://10.96.0.99/version', { dispatcher: balancer }), { instanceOf: BalancerError });
     t.is(error?.code, 'ERR_ALL_ENDPOINTS_FAILED');
-    // Every endpoint tried failed verification (a probe may have ejected one before the request came).
+    // Every endpoint tried failed verification.
     t.true((error?.causes.length ?? 0) >= 1);
     t.true(error?.causes.every((c) => (c.error as Error & { code?: string }).code === 'ERR_TLS_CERT_ALTNAME_INVALID'));
     t.deepEqual(shares(servers), [0, 0, 0]);
