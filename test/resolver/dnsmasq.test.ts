@@ -70,7 +70,7 @@ test.serial('A/AAAA changes through --hostsdir reach the balancer within TTL + 1
         await until(() => JSON.stringify(view(balancer).sort()) === JSON.stringify(expected), { timeoutMs: 15_000, what: `the balancer to reach ${next.join(', ')}` });
         const took = Date.now() - changedAt;
         t.log(`took ${took} ms`);
-      t.true(took <= (ttl + 1) * 1000, `took ${took} ms`);
+        t.true(took <= (ttl + 1) * 1000, `took ${took} ms`);
       }
     } finally {
       await balancer.close();
@@ -91,8 +91,9 @@ test.serial('an SRV change (dnsmasq restarted on the same port) reaches the bala
     try {
       await balancer.ready();
       t.deepEqual(view(balancer), ['127.0.0.11:6443 p0 w10', '127.0.0.12:6443 p0 w10']);
-      const changedAt = Date.now();
       await dnsmasq.restart(config(['node2.api.test', 'node3.api.test']));
+      // The change happens once dnsmasq answers again; the restart itself is no part of the bound.
+      const changedAt = Date.now();
       await until(() => view(balancer).join() === '127.0.0.12:6443 p0 w10,127.0.0.13:6443 p0 w10', { timeoutMs: 15_000, what: 'the restarted dnsmasq\'s records' });
       const took = Date.now() - changedAt;
       t.log(`took ${took} ms`);
@@ -145,10 +146,11 @@ test.serial('end to end: three HTTPS servers found through SRV; all used; a remo
           servers.reduce((n, s) => n + s.requests.length, 0),
           300,
         );
-        const removedAt = Date.now();
         await dnsmasq.restart(config(2));
+        const removedAt = Date.now();
+        const removed = (): boolean => !balancer.endpoints().some((e) => e.port === servers[2]!.port);
         // Requests keep flowing while the change propagates; any of them may still reach the third.
-        while (Date.now() - removedAt < (ttl + 1) * 1000) await send(5);
+        while (!removed() && Date.now() - removedAt <= (ttl + 1) * 1000) await send(5);
         t.deepEqual(
           balancer.endpoints().map((e) => e.port),
           servers.slice(0, 2).map((s) => s.port),
