@@ -5,27 +5,23 @@ import * as undici from 'undici';
 import { certs, APISERVER_NAME } from '../../fixtures/certs/index.ts';
 import { TestServer, startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
 import { BalancerError, createBalancer, type Balancer, type ResolverListener } from '../../src/index.ts';
+import { cluster, HOSTS, ORIGIN } from '../helpers/balancer.ts';
 import { activeResources, leftOver } from '../helpers/leaks.ts';
-
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
-const HOSTS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
 
 async function withCluster(
   run: (ctx: { servers: TestServer[]; balancer: Balancer }) => Promise<void>,
   options: Partial<Parameters<typeof createBalancer>[0]> = {},
 ): Promise<void> {
-  const servers = await startServers(HOSTS);
   // No probes: a probe that times out on a busy machine ejects an endpoint and skews exact counts.
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, ...options });
+  const { servers, balancer, close } = await cluster({ probe: false, ...options });
   try {
     await run({ servers, balancer });
   } finally {
-    await balancer.close();
-    await Promise.all(servers.map((s) => s.close()));
+    await close();
   }
 }
 
-/** Runs `count` calls of `send`, `concurrency` at a time. */
+/** Runs `count` calls of `send`, `concurrency` at a time; unlike helpers/load.ts, a failure rejects. */
 async function load(count: number, concurrency: number, send: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(

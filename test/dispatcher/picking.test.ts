@@ -5,14 +5,14 @@ import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import test from 'ava';
 import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, type Response, type TestServer } from '../../fixtures/server/TestServer.ts';
 import { createBalancer, type Balancer } from '../../src/index.ts';
+import { ORIGIN } from '../helpers/balancer.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { until } from '../helpers/poll.ts';
 import { addressOf, pushResolver } from '../helpers/pushResolver.ts';
 
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const WATCH = '/api/v1/namespaces/default/pods?watch=true';
 
 /**

@@ -1,36 +1,10 @@
 import test from 'ava';
 import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
-import { startServers, staticTarget, sendJson, type TestServer } from '../../fixtures/server/TestServer.ts';
-import { BalancerError, createBalancer, type Balancer, type BalancerOptions } from '../../src/index.ts';
+import { sendJson } from '../../fixtures/server/TestServer.ts';
+import { BalancerError } from '../../src/index.ts';
+import { cluster, get, ORIGIN } from '../helpers/balancer.ts';
 import { load } from '../helpers/load.ts';
 import { until } from '../helpers/poll.ts';
-
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
-const HOSTS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
-
-async function cluster(options: Partial<BalancerOptions> = {}, serverOptions: Parameters<typeof startServers>[1] = {}): Promise<{
-  servers: TestServer[];
-  balancer: Balancer;
-  close: () => Promise<void>;
-}> {
-  const servers = await startServers(HOSTS, serverOptions);
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, ...options });
-  return {
-    servers,
-    balancer,
-    close: async () => {
-      await balancer.close();
-      await Promise.all(servers.map((s) => s.close()));
-    },
-  };
-}
-
-async function get(balancer: Balancer, path = '/api/v1/namespaces/default/configmaps'): Promise<number> {
-  const res = await undici.request(`${ORIGIN}${path}`, { dispatcher: balancer });
-  await res.body.dump();
-  return res.statusCode;
-}
 
 const codeOf = (error: Error | undefined): string => {
   const code = (error as { code?: unknown } | undefined)?.code;

@@ -1,14 +1,14 @@
 import type { ServerResponse } from 'node:http';
 import test from 'ava';
 import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
 import { TestServer, startServers, staticTarget, sendJson, type Request, type Response } from '../../fixtures/server/TestServer.ts';
 import { BalancerError, createBalancer } from '../../src/index.ts';
+import { ORIGIN } from '../helpers/balancer.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { load } from '../helpers/load.ts';
 import { until } from '../helpers/poll.ts';
 
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
 
 test('a request timeout moves a GET to another endpoint; a POST surfaces the timeout', async (t) => {
   const servers = await startServers(['127.0.0.2', '127.0.0.3']);

@@ -2,13 +2,13 @@ import { Console } from 'node:console';
 import { Writable } from 'node:stream';
 import test from 'ava';
 import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
 import { startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
 import { BalancerError, createBalancer, type Logger, type ResolverListener } from '../../src/index.ts';
+import { ORIGIN } from '../helpers/balancer.ts';
 import { apfThrottle } from '../helpers/throttle.ts';
 import { until } from '../helpers/poll.ts';
 
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
 
 type Call = [level: keyof Logger, fields: Record<string, unknown>, message: string | undefined];
 

@@ -5,20 +5,13 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { Registry } from 'prom-client';
 import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
-import { createBalancer, type Balancer, type ResolverListener } from '../../src/index.ts';
+import { createBalancer, type ResolverListener } from '../../src/index.ts';
 import { registerMetrics } from '../../src/prometheus/index.ts';
+import { cluster, get, ORIGIN } from '../helpers/balancer.ts';
 import { load } from '../helpers/load.ts';
 import { apfThrottle } from '../helpers/throttle.ts';
-
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
-
-async function get(balancer: Balancer): Promise<number> {
-  const res = await undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps`, { dispatcher: balancer });
-  await res.body.dump();
-  return res.statusCode;
-}
 
 /** `name{label="value",…}` → value, for every series of the registry. */
 async function scrape(registry: Registry): Promise<Map<string, number>> {
@@ -38,8 +31,7 @@ const key = (s: TestServer): string => `${s.host}:${s.port}`;
 
 test('300 GETs over 3 servers, then an APF 429: request counters per endpoint and status class, the ejection and the retry by reason', async (t) => {
   const { throttled, rejected, handler } = apfThrottle();
-  const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4'], { handler });
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  const { servers, balancer, close } = await cluster({ probe: false }, { handler });
   const registry = new Registry();
   const unregister = registerMetrics(balancer, registry);
   try {
@@ -85,8 +77,7 @@ test('300 GETs over 3 servers, then an APF 429: request counters per endpoint an
     unregister();
     t.deepEqual(registry.getMetricsAsArray(), []);
   } finally {
-    await balancer.close();
-    await Promise.all(servers.map((s) => s.close()));
+    await close();
   }
 });
 

@@ -1,19 +1,11 @@
 import test from 'ava';
-import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
 import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
 import { sendJson, startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
-import { createBalancer, type Balancer, type EndpointAddress, type ResolverListener } from '../../src/index.ts';
+import { createBalancer, type EndpointAddress, type ResolverListener } from '../../src/index.ts';
+import { get, ORIGIN } from '../helpers/balancer.ts';
 import { until } from '../helpers/poll.ts';
 import { load } from '../helpers/load.ts';
-
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
-
-async function get(balancer: Balancer, path: string): Promise<number> {
-  const res = await undici.request(`${ORIGIN}${path}`, { dispatcher: balancer });
-  await res.body.dump();
-  return res.statusCode;
-}
 
 test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint outcomes, retries, ejections, panic, JSON-safe', async (t) => {
   // `/fail` answers 500: a GET is retried on each endpoint in turn, and with consecutive5xx: 1 each ejects its endpoint.
