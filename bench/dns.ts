@@ -5,11 +5,10 @@
 import { Resolver as NodeResolver } from 'node:dns/promises';
 import { DnsTestServer } from '../fixtures/dns/DnsTestServer.ts';
 import { Dnsmasq } from '../fixtures/dnsmasq/Dnsmasq.ts';
-import { systemClock } from '../src/clock.ts';
 import { dnsCacheDefaults } from '../src/dns/DnsCache.ts';
-import { DnsClient } from '../src/dns/DnsClient.ts';
 import type { DnsResolver } from '../src/resolver/DnsResolver.ts';
 import { createResolver } from '../src/resolver/parseTarget.ts';
+import { dnsClient, nameServerOf } from '../test/helpers/dns.ts';
 import { FakeClock } from '../test/helpers/FakeClock.ts';
 import { measure, median, table, writeResults, type RunResult } from './lib.ts';
 
@@ -33,10 +32,7 @@ async function lookupSpeed(): Promise<unknown[]> {
   const rows: Array<Record<string, string | number>> = [];
   const results: unknown[] = [];
   try {
-    const ours = new DnsClient(
-      { servers: [{ address: dnsmasq.host, port: dnsmasq.port }], search: [], ndots: 1, timeout: 2000, attempts: 2, rotate: false, deadline: 10_000 },
-      systemClock,
-    );
+    const ours = dnsClient([dnsmasq]);
     const node = new NodeResolver({ timeout: 2000, tries: 2 });
     node.setServers([dnsmasq.address]);
     const viaOurs = async (): Promise<void> => {
@@ -102,7 +98,7 @@ async function packetsPerMinute(): Promise<unknown[]> {
     const scheme = target.startsWith('_') ? 'dns+srv' : 'dns';
     const resolver = createResolver(`${scheme}:///${target}`, {
       clock,
-      dns: { ...dnsCacheDefaults, servers: [{ address: server.host, port: server.port }] },
+      dns: { ...dnsCacheDefaults, servers: [nameServerOf(server)] },
       resolvConf: '/nonexistent/resolv.conf',
     }) as DnsResolver;
     resolver.start({ endpoints: () => {}, error: (e) => console.error(e) });

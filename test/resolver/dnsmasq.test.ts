@@ -5,9 +5,8 @@ import * as undici from 'undici';
 import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
 import { Dnsmasq, leftoverDnsmasq, type DnsmasqConfig } from '../../fixtures/dnsmasq/Dnsmasq.ts';
 import { startServers } from '../../fixtures/server/TestServer.ts';
-import { systemClock } from '../../src/clock.ts';
-import { DnsClient } from '../../src/dns/DnsClient.ts';
 import { createBalancer, type Balancer } from '../../src/index.ts';
+import { dnsClient } from '../helpers/dns.ts';
 import { until } from '../helpers/poll.ts';
 
 const SRV = '_https._tcp.api.test';
@@ -107,11 +106,7 @@ test.serial('an SRV change (dnsmasq restarted on the same port) reaches the bala
 test.serial('an answer too big for UDP comes back truncated and is fetched over TCP', async (t) => {
   const hostRecords = Array.from({ length: 100 }, (_, i) => ({ name: 'big.api.test', address: `127.0.1.${i + 1}` }));
   await withDnsmasq({ zone: 'api.test', ttl: 30, hostRecords }, async (dnsmasq) => {
-    const client = new DnsClient(
-      { servers: [{ address: dnsmasq.host, port: dnsmasq.port }], search: [], ndots: 1, timeout: 2000, attempts: 2, rotate: false, deadline: 10_000 },
-      systemClock,
-    );
-    const answer = await client.query('big.api.test.', 'A');
+    const answer = await dnsClient([dnsmasq]).query('big.api.test.', 'A');
     t.is(answer.transport, 'tcp');
     t.is(answer.addresses.length, 100);
   });
