@@ -4,9 +4,10 @@ import test from 'ava';
 import * as undici from 'undici';
 import { certs, APISERVER_NAME } from '../../fixtures/certs/index.ts';
 import { TestServer, startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
-import { BalancerError, createBalancer, type Balancer, type ResolverListener } from '../../src/index.ts';
+import { BalancerError, createBalancer, type Balancer } from '../../src/index.ts';
 import { cluster, HOSTS, ORIGIN } from '../helpers/balancer.ts';
 import { activeResources, leftOver } from '../helpers/leaks.ts';
+import { addressOf, pushResolver } from '../helpers/pushResolver.ts';
 
 async function withCluster(
   run: (ctx: { servers: TestServer[]; balancer: Balancer }) => Promise<void>,
@@ -254,12 +255,7 @@ test('balancer.compose() runs interceptors in front of the balancer', async (t) 
 
 test('ready() resolves with the first endpoint set, and the endpoints event reports it', async (t) => {
   const servers = await startServers(['127.0.0.2']);
-  const resolver = {
-    listener: undefined as ResolverListener | undefined,
-    start(listener: ResolverListener) {
-      this.listener = listener;
-    },
-  };
+  const resolver = pushResolver();
   const balancer = createBalancer({ target: resolver, tls: { ca: certs.ca } });
   const events: number[] = [];
   balancer.on('endpoints', (list) => events.push(list.length));
@@ -269,7 +265,7 @@ test('ready() resolves with the first endpoint set, and the endpoints event repo
   const pending = undici.request(`${ORIGIN}/early`, { dispatcher: balancer });
   await new Promise((r) => setTimeout(r, 20));
   t.false(ready);
-  resolver.listener?.endpoints([{ address: '127.0.0.2', port: servers[0]!.port }]);
+  resolver.push([addressOf(servers[0]!)]);
   await readyPromise;
   const res = await pending;
   t.is(res.statusCode, 200);

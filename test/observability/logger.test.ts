@@ -4,10 +4,11 @@ import test from 'ava';
 import * as undici from 'undici';
 import { certs } from '../../fixtures/certs/index.ts';
 import { startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
-import { BalancerError, createBalancer, type Logger, type ResolverListener } from '../../src/index.ts';
+import { BalancerError, createBalancer, type Logger } from '../../src/index.ts';
 import { ORIGIN } from '../helpers/balancer.ts';
 import { apfThrottle } from '../helpers/throttle.ts';
 import { until } from '../helpers/poll.ts';
+import { pushResolver } from '../helpers/pushResolver.ts';
 
 
 type Call = [level: keyof Logger, fields: Record<string, unknown>, message: string | undefined];
@@ -46,13 +47,13 @@ test('the logger gets endpoint changes (info), ejections and drains (warn), retr
 });
 
 test('the logger gets resolver errors and warnings (warn); console passes as a logger; a bad logger is refused; silent by default', async (t) => {
-  let listener: ResolverListener | undefined;
   const { logger, calls } = recorder();
-  const balancer = createBalancer({ target: { start: (l) => ((listener = l), l.endpoints([{ address: '127.0.0.9', port: 6443 }])) }, probe: false, logger });
+  const target = pushResolver([{ address: '127.0.0.9', port: 6443 }]);
+  const balancer = createBalancer({ target, probe: false, logger });
   try {
     const error = Object.assign(new Error('DNS x SRV: TIMEOUT'), { code: 'ERR_DNS' });
-    listener!.error(error);
-    listener!.warning!('serving a stale answer');
+    target.listener!.error(error);
+    target.listener!.warning!('serving a stale answer');
     t.deepEqual(calls.slice(1), [
       ['warn', { event: 'resolver-error', err: error }, 'resolution failed, keeping the previous endpoints: DNS x SRV: TIMEOUT'],
       ['warn', { event: 'warning' }, 'serving a stale answer'],

@@ -7,10 +7,11 @@ import { Registry } from 'prom-client';
 import * as undici from 'undici';
 import { certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
-import { createBalancer, type ResolverListener } from '../../src/index.ts';
+import { createBalancer } from '../../src/index.ts';
 import { registerMetrics } from '../../src/prometheus/index.ts';
 import { cluster, get, ORIGIN } from '../helpers/balancer.ts';
 import { load } from '../helpers/load.ts';
+import { pushResolver } from '../helpers/pushResolver.ts';
 import { apfThrottle } from '../helpers/throttle.ts';
 
 /** `name{label="value",…}` → value, for every series of the registry. */
@@ -111,15 +112,15 @@ test('in-flight and open streams are read at scrape time', async (t) => {
 });
 
 test('DNS queries by result and resolver errors; two balancers on one registry with their own prefixes', async (t) => {
-  let listener: ResolverListener | undefined;
-  const a = createBalancer({ target: { start: (l) => ((listener = l), l.endpoints([{ address: '127.0.0.9', port: 6443 }])) }, probe: false });
+  const target = pushResolver([{ address: '127.0.0.9', port: 6443 }]);
+  const a = createBalancer({ target, probe: false });
   const b = createBalancer({ target: 'static:///127.0.0.10:6443', probe: false });
   const registry = new Registry();
   registerMetrics(a, registry);
   registerMetrics(b, registry, { prefix: 'other_' });
   try {
-    for (const result of ['success', 'success', 'NXDOMAIN', 'SERVFAIL']) listener!.dnsQuery!(result);
-    listener!.error(Object.assign(new Error('DNS x SRV: SERVFAIL'), { code: 'ERR_DNS' }));
+    for (const result of ['success', 'success', 'NXDOMAIN', 'SERVFAIL']) target.listener!.dnsQuery!(result);
+    target.listener!.error(Object.assign(new Error('DNS x SRV: SERVFAIL'), { code: 'ERR_DNS' }));
     const m = await scrape(registry);
     t.is(m.get('kube_balancer_dns_queries_total{result="success"}'), 2);
     t.is(m.get('kube_balancer_dns_queries_total{result="nxdomain"}'), 1);

@@ -2,9 +2,10 @@ import test from 'ava';
 import { certs } from '../../fixtures/certs/index.ts';
 import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
 import { sendJson, startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
-import { createBalancer, type EndpointAddress, type ResolverListener } from '../../src/index.ts';
+import { createBalancer } from '../../src/index.ts';
 import { get, ORIGIN } from '../helpers/balancer.ts';
 import { until } from '../helpers/poll.ts';
+import { pushResolver } from '../helpers/pushResolver.ts';
 import { load } from '../helpers/load.ts';
 
 test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint outcomes, retries, ejections, panic, JSON-safe', async (t) => {
@@ -56,20 +57,19 @@ test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint out
 });
 
 test('resolver state, dns-error, resolver-error and warning events from a resolver’s listener calls', async (t) => {
-  let listener: ResolverListener | undefined;
-  const endpoints: EndpointAddress[] = [{ address: '127.0.0.9', port: 6443, ttl: 30, source: 'dns+srv' }];
-  const balancer = createBalancer({ target: { start: (l) => ((listener = l), l.endpoints(endpoints)) }, probe: false });
+  const target = pushResolver([{ address: '127.0.0.9', port: 6443, ttl: 30, source: 'dns+srv' }]);
+  const balancer = createBalancer({ target, probe: false });
   const events: string[] = [];
   balancer.on('resolver-error', (e) => events.push(`resolver-error ${e.message}`));
   balancer.on('dns-error', (e) => events.push(`dns-error ${e.message}`));
   balancer.on('warning', (m) => events.push(`warning ${m}`));
   try {
     const dnsError = Object.assign(new Error('DNS _https._tcp.example SRV: SERVFAIL'), { code: 'ERR_DNS' });
-    listener!.error(dnsError);
-    listener!.error(new Error('EndpointSlice watch failed'));
-    listener!.warning!('serving the last answer past its TTL');
-    listener!.endpoints([]);
-    for (const result of ['success', 'success', 'NXDOMAIN', 'TIMEOUT']) listener!.dnsQuery!(result);
+    target.listener!.error(dnsError);
+    target.listener!.error(new Error('EndpointSlice watch failed'));
+    target.listener!.warning!('serving the last answer past its TTL');
+    target.listener!.endpoints([]);
+    for (const result of ['success', 'success', 'NXDOMAIN', 'TIMEOUT']) target.listener!.dnsQuery!(result);
     t.deepEqual(events, [
       `resolver-error ${dnsError.message}`,
       `dns-error ${dnsError.message}`,
@@ -84,7 +84,7 @@ test('resolver state, dns-error, resolver-error and warning events from a resolv
     t.like(resolver.lastWarning, { message: 'resolver reported no endpoints; keeping the previous set' });
     t.like(listed[0], { key: '127.0.0.9:6443', ttl: 30, source: 'dns+srv' });
     // A resolver cannot blow up the metric's label set.
-    for (let i = 0; i < 100; i++) listener!.dnsQuery!(`weird-${i}`);
+    for (let i = 0; i < 100; i++) target.listener!.dnsQuery!(`weird-${i}`);
     t.true(Object.keys(balancer.stats().resolver.dnsQueries).length <= 33);
     t.true(balancer.stats().resolver.dnsQueries.other! > 0);
   } finally {
