@@ -10,7 +10,7 @@ import type { DnsResolver } from '../src/resolver/DnsResolver.ts';
 import { createResolver } from '../src/resolver/parseTarget.ts';
 import { dnsClient, nameServerOf } from '../test/helpers/dns.ts';
 import { FakeClock } from '../test/helpers/FakeClock.ts';
-import { measure, median, table, writeResults, type RunResult } from './lib.ts';
+import { compare, table, writeResults } from './lib.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const MS = Number(process.env.BENCH_MS ?? 1500);
@@ -44,27 +44,10 @@ async function lookupSpeed(): Promise<unknown[]> {
       if (addresses.length !== 3) throw new Error(`node: ${addresses.length} addresses`);
     };
     for (const concurrency of [1, 16]) {
-      const o: RunResult[] = [];
-      const n: RunResult[] = [];
-      // Alternate the two so drift on a busy machine hits both alike.
-      for (let round = 0; round < ROUNDS; round++) {
-        n.push(await measure(viaNode, { concurrency, ms: MS }));
-        o.push(await measure(viaOurs, { concurrency, ms: MS }));
-      }
-      const oQps = median(o.map((r) => r.rps));
-      const nQps = median(n.map((r) => r.rps));
-      const row = {
-        concurrency,
-        'node qps': nQps,
-        'ours qps': oQps,
-        ratio: Number((oQps / nQps).toFixed(3)),
-        'node p50 µs': median(n.map((r) => r.p50Us)),
-        'ours p50 µs': median(o.map((r) => r.p50Us)),
-        'node p99 µs': median(n.map((r) => r.p99Us)),
-        'ours p99 µs': median(o.map((r) => r.p99Us)),
-      };
+      const { row: medians, runs } = await compare({ node: viaNode, ours: viaOurs }, { rounds: ROUNDS, concurrency, ms: MS, unit: 'qps' });
+      const row = { concurrency, ...medians };
       rows.push(row);
-      results.push({ ...row, runs: { node: n, ours: o } });
+      results.push({ ...row, runs });
     }
   } finally {
     await dnsmasq.stop();

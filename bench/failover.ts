@@ -6,7 +6,7 @@ import { Agent, BalancedPool, interceptors, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { TestServer } from '../fixtures/server/TestServer.ts';
 import { createBalancer } from '../src/index.ts';
-import { table } from './lib.ts';
+import { percentile, table } from './lib.ts';
 
 const RATE = Number(process.env.BENCH_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 9);
@@ -98,8 +98,7 @@ async function send(client: Client, method: 'GET' | 'POST', i: number): Promise<
 }
 
 function p99(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0);
+  return Math.round(percentile([...values].sort((a, b) => a - b), 0.99));
 }
 
 function summarize(name: string, samples: Sample[], ejections: Record<string, number>): Record<string, string | number> {
