@@ -33,14 +33,15 @@ interface Client {
 
 async function startCluster(): Promise<TestServer[]> {
   // The same port on every address, so the DNS anchor (which keeps the URL's port) can reach all three.
-  for (;;) {
+  // The first server's free port may be taken on another address: try another port, a few times.
+  for (let tries = 1; ; tries++) {
     const first = await TestServer.start({ host: HOSTS[0] });
-    try {
-      const rest = await Promise.all(HOSTS.slice(1).map((host) => TestServer.start({ host, port: first.port })));
-      return [first, ...rest];
-    } catch {
-      await first.close();
-    }
+    const rest = await Promise.allSettled(HOSTS.slice(1).map((host) => TestServer.start({ host, port: first.port })));
+    const started = rest.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const failure = rest.find((r) => r.status === 'rejected')?.reason as NodeJS.ErrnoException | undefined;
+    if (!failure) return [first, ...started];
+    await Promise.all([first, ...started].map((s) => s.close()));
+    if (failure.code !== 'EADDRINUSE' || tries >= 5) throw failure;
   }
 }
 

@@ -11,6 +11,7 @@ import { createBalancer } from '../../src/index.ts';
 import { registerMetrics } from '../../src/prometheus/index.ts';
 import { cluster, get, ORIGIN } from '../helpers/balancer.ts';
 import { load } from '../helpers/load.ts';
+import { until } from '../helpers/poll.ts';
 import { pushResolver } from '../helpers/pushResolver.ts';
 import { apfThrottle } from '../helpers/throttle.ts';
 
@@ -94,7 +95,7 @@ test('in-flight and open streams are read at scrape time', async (t) => {
   try {
     const pending = [get(balancer), get(balancer), undici.request(`${ORIGIN}/api/v1/pods?watch=true`, { dispatcher: balancer }).then((r) => r.body.dump())];
     const endpoint = key(servers[0]!);
-    while (servers[0]!.requests.length < 3) await new Promise((r) => setTimeout(r, 5));
+    await until(() => servers[0]!.requests.length >= 3, { what: 'the three requests to reach the server' });
     const m = await scrape(registry);
     t.is(m.get(`kube_balancer_requests_in_flight{endpoint="${endpoint}"}`), 3);
     t.is(m.get(`kube_balancer_open_streams{endpoint="${endpoint}"}`), 1);
