@@ -3,7 +3,7 @@
 import { Pool } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { createBalancer } from '../src/index.ts';
-import { measure, median, startServerProcess, table, writeResults, type RunResult } from './lib.ts';
+import { compare, startServerProcess, table, writeResults } from './lib.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -26,30 +26,12 @@ export async function run(): Promise<unknown> {
           const res = await pool.request({ path: '/api/v1/namespaces/default/configmaps/bench', method: 'GET', headers: { host: `${APISERVER_NAME}:6443` } });
           await res.body.dump();
         };
-        // Alternate the two clients so drift on a busy machine hits both alike.
-        const b: RunResult[] = [];
-        const p: RunResult[] = [];
-        for (let round = 0; round < ROUNDS; round++) {
-          p.push(await measure(viaPool, { concurrency, ms: MS }));
-          b.push(await measure(viaBalancer, { concurrency, ms: MS }));
-        }
+        const { row: medians, runs } = await compare({ pool: viaPool, balancer: viaBalancer }, { rounds: ROUNDS, concurrency, ms: MS });
         await balancer.close();
         await pool.close();
-        const bRps = median(b.map((r) => r.rps));
-        const pRps = median(p.map((r) => r.rps));
-        const row = {
-          protocol,
-          concurrency,
-          'pool rps': pRps,
-          'balancer rps': bRps,
-          ratio: Number((bRps / pRps).toFixed(3)),
-          'pool p50 µs': median(p.map((r) => r.p50Us)),
-          'balancer p50 µs': median(b.map((r) => r.p50Us)),
-          'pool p99 µs': median(p.map((r) => r.p99Us)),
-          'balancer p99 µs': median(b.map((r) => r.p99Us)),
-        };
+        const row = { protocol, concurrency, ...medians };
         rows.push(row);
-        results.push({ ...row, runs: { pool: p, balancer: b } });
+        results.push({ ...row, runs });
       }
     } finally {
       await server.stop();

@@ -5,13 +5,12 @@
 import { Resolver as NodeResolver } from 'node:dns/promises';
 import { DnsTestServer } from '../fixtures/dns/DnsTestServer.ts';
 import { Dnsmasq } from '../fixtures/dnsmasq/Dnsmasq.ts';
-import { systemClock } from '../src/clock.ts';
 import { dnsCacheDefaults } from '../src/dns/DnsCache.ts';
-import { DnsClient } from '../src/dns/DnsClient.ts';
 import type { DnsResolver } from '../src/resolver/DnsResolver.ts';
 import { createResolver } from '../src/resolver/parseTarget.ts';
+import { dnsClient, nameServerOf } from '../test/helpers/dns.ts';
 import { FakeClock } from '../test/helpers/FakeClock.ts';
-import { measure, median, table, writeResults, type RunResult } from './lib.ts';
+import { compare, table, writeResults } from './lib.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const MS = Number(process.env.BENCH_MS ?? 1500);
@@ -33,10 +32,7 @@ async function lookupSpeed(): Promise<unknown[]> {
   const rows: Array<Record<string, string | number>> = [];
   const results: unknown[] = [];
   try {
-    const ours = new DnsClient(
-      { servers: [{ address: dnsmasq.host, port: dnsmasq.port }], search: [], ndots: 1, timeout: 2000, attempts: 2, rotate: false, deadline: 10_000 },
-      systemClock,
-    );
+    const ours = dnsClient([dnsmasq]);
     const node = new NodeResolver({ timeout: 2000, tries: 2 });
     node.setServers([dnsmasq.address]);
     const viaOurs = async (): Promise<void> => {
@@ -48,27 +44,10 @@ async function lookupSpeed(): Promise<unknown[]> {
       if (addresses.length !== 3) throw new Error(`node: ${addresses.length} addresses`);
     };
     for (const concurrency of [1, 16]) {
-      const o: RunResult[] = [];
-      const n: RunResult[] = [];
-      // Alternate the two so drift on a busy machine hits both alike.
-      for (let round = 0; round < ROUNDS; round++) {
-        n.push(await measure(viaNode, { concurrency, ms: MS }));
-        o.push(await measure(viaOurs, { concurrency, ms: MS }));
-      }
-      const oQps = median(o.map((r) => r.rps));
-      const nQps = median(n.map((r) => r.rps));
-      const row = {
-        concurrency,
-        'node qps': nQps,
-        'ours qps': oQps,
-        ratio: Number((oQps / nQps).toFixed(3)),
-        'node p50 µs': median(n.map((r) => r.p50Us)),
-        'ours p50 µs': median(o.map((r) => r.p50Us)),
-        'node p99 µs': median(n.map((r) => r.p99Us)),
-        'ours p99 µs': median(o.map((r) => r.p99Us)),
-      };
+      const { row: medians, runs } = await compare({ node: viaNode, ours: viaOurs }, { rounds: ROUNDS, concurrency, ms: MS, unit: 'qps' });
+      const row = { concurrency, ...medians };
       rows.push(row);
-      results.push({ ...row, runs: { node: n, ours: o } });
+      results.push({ ...row, runs });
     }
   } finally {
     await dnsmasq.stop();
@@ -102,7 +81,7 @@ async function packetsPerMinute(): Promise<unknown[]> {
     const scheme = target.startsWith('_') ? 'dns+srv' : 'dns';
     const resolver = createResolver(`${scheme}:///${target}`, {
       clock,
-      dns: { ...dnsCacheDefaults, servers: [{ address: server.host, port: server.port }] },
+      dns: { ...dnsCacheDefaults, servers: [nameServerOf(server)] },
       resolvConf: '/nonexistent/resolv.conf',
     }) as DnsResolver;
     resolver.start({ endpoints: () => {}, error: (e) => console.error(e) });

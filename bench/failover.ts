@@ -6,7 +6,7 @@ import { Agent, BalancedPool, interceptors, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { TestServer } from '../fixtures/server/TestServer.ts';
 import { createBalancer } from '../src/index.ts';
-import { table } from './lib.ts';
+import { percentile, table } from './lib.ts';
 
 const RATE = Number(process.env.BENCH_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 9);
@@ -33,14 +33,15 @@ interface Client {
 
 async function startCluster(): Promise<TestServer[]> {
   // The same port on every address, so the DNS anchor (which keeps the URL's port) can reach all three.
-  for (;;) {
+  // The first server's free port may be taken on another address: try another port, a few times.
+  for (let tries = 1; ; tries++) {
     const first = await TestServer.start({ host: HOSTS[0] });
-    try {
-      const rest = await Promise.all(HOSTS.slice(1).map((host) => TestServer.start({ host, port: first.port })));
-      return [first, ...rest];
-    } catch {
-      await first.close();
-    }
+    const rest = await Promise.allSettled(HOSTS.slice(1).map((host) => TestServer.start({ host, port: first.port })));
+    const started = rest.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const failure = rest.find((r) => r.status === 'rejected')?.reason as NodeJS.ErrnoException | undefined;
+    if (!failure) return [first, ...started];
+    await Promise.all([first, ...started].map((s) => s.close()));
+    if (failure.code !== 'EADDRINUSE' || tries >= 5) throw failure;
   }
 }
 
@@ -98,8 +99,7 @@ async function send(client: Client, method: 'GET' | 'POST', i: number): Promise<
 }
 
 function p99(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0);
+  return Math.round(percentile([...values].sort((a, b) => a - b), 0.99));
 }
 
 function summarize(name: string, samples: Sample[], ejections: Record<string, number>): Record<string, string | number> {

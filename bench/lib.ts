@@ -37,8 +37,41 @@ export async function measure(
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   latencies.sort((a, b) => a - b);
-  const pct = (p: number): number => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0) * 1000);
+  const pct = (p: number): number => Math.round(percentile(latencies, p) * 1000);
   return { requests: count, seconds: ms / 1000, rps: Math.round(count / (ms / 1000)), p50Us: pct(0.5), p99Us: pct(0.99) };
+}
+
+/**
+ * Measures two ways of doing the same thing, `base` first, in alternating rounds so drift on a busy
+ * machine hits both alike. Returns the medians as a table row (ratio: the second's throughput over
+ * the first's) and every run.
+ */
+export async function compare(
+  contenders: Record<string, () => Promise<void>>,
+  { rounds, concurrency, ms, unit = 'rps' }: { rounds: number; concurrency: number; ms: number; unit?: string },
+): Promise<{ row: Record<string, number>; runs: Record<string, RunResult[]> }> {
+  const entries = Object.entries(contenders);
+  const runs = Object.fromEntries(entries.map(([name]) => [name, [] as RunResult[]]));
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, send] of entries) runs[name]!.push(await measure(send, { concurrency, ms }));
+  }
+  const names = entries.map(([name]) => name);
+  const mid = (name: string, key: 'rps' | 'p50Us' | 'p99Us'): number => median(runs[name]!.map((r) => r[key]));
+  const [base = '', other = ''] = names;
+  return {
+    row: {
+      ...Object.fromEntries(names.map((n) => [`${n} ${unit}`, mid(n, 'rps')])),
+      ratio: Number((mid(other, 'rps') / mid(base, 'rps')).toFixed(3)),
+      ...Object.fromEntries(names.map((n) => [`${n} p50 µs`, mid(n, 'p50Us')])),
+      ...Object.fromEntries(names.map((n) => [`${n} p99 µs`, mid(n, 'p99Us')])),
+    },
+    runs,
+  };
+}
+
+/** The `p` quantile (0..1) of values sorted ascending, nearest rank; 0 when there are none. */
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
 }
 
 export function median(values: number[]): number {

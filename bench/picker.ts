@@ -17,13 +17,13 @@ import { fork } from 'node:child_process';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { systemClock, type Clock } from '../src/clock.ts';
-import { Candidates } from '../src/balancer/Candidates.ts';
-import { Endpoint } from '../src/balancer/Endpoint.ts';
+import type { Endpoint } from '../src/balancer/Endpoint.ts';
 import { EndpointSet, SMOOTH_MAX_CANDIDATES } from '../src/balancer/EndpointSet.ts';
 import type { Picker, PickRequest, Policy } from '../src/balancer/Picker.ts';
 import { SchedulePicker } from '../src/balancer/SchedulePicker.ts';
 import { EarliestDeadline } from '../src/balancer/schedule/EarliestDeadline.ts';
 import { SmoothWeighted } from '../src/balancer/schedule/SmoothWeighted.ts';
+import { address, candidatesOf, endpoint } from '../test/helpers/endpoints.ts';
 import { median, table } from './lib.ts';
 
 const SIZES = process.env.BENCH_SIZES?.split(",").map(Number) ?? [3, 10, 100, 1000];
@@ -68,33 +68,28 @@ function weightOf(i: number, weights: Weights): number {
   return weights === 'equal' ? 1 : 1 + ((i * 7) % 10);
 }
 
-function endpoints(n: number, weights: Weights, readySince: number): Endpoint[] {
-  return Array.from({ length: n }, (_, i) => {
-    const endpoint = new Endpoint({ address: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, port: 6443, weight: weightOf(i, weights) }, readySince);
-    return endpoint;
-  });
-}
+const weightsOf = (n: number, weights: Weights): number[] => Array.from({ length: n }, (_, i) => weightOf(i, weights));
 
 /** A picker for the case, and the request it is asked with. */
 function build(c: Case, clock: Clock): { picker: Picker; request: PickRequest } {
   const request: PickRequest = { longRunning: c.algorithm === 'auto/long-running' };
   if (c.algorithm === 'auto' || c.algorithm === 'auto/long-running') {
     const set = new EndpointSet(clock, { policy: c.policy });
-    set.update(endpoints(c.n, c.weights, 0).map((e) => ({ address: e.address, port: e.port, weight: e.weight })));
+    set.update(weightsOf(c.n, c.weights).map((weight, i) => address(i, { weight })));
     return { picker: set, request };
   }
   if (c.algorithm === 'auto/ramping') {
     const set = new EndpointSet(clock, { policy: c.policy, slowStartMs: 1e12 });
     set.update([{ address: '192.0.2.1', port: 6443 }]); // the first set does not ramp; the rest do
-    set.update(endpoints(c.n, c.weights, 0).map((e) => ({ address: e.address, port: e.port, weight: e.weight })));
+    set.update(weightsOf(c.n, c.weights).map((weight, i) => address(i, { weight })));
     return { picker: set, request };
   }
   if (c.algorithm === 'swrr' || c.algorithm === 'edf') {
-    const candidates = Candidates.select(endpoints(c.n, c.weights, -Infinity), { panicThreshold: 0.5, slowStartMs: 0 }, clock);
+    const candidates = candidatesOf(weightsOf(c.n, c.weights), {}, clock);
     const schedule = c.algorithm === 'swrr' ? new SmoothWeighted(candidates) : new EarliestDeadline(candidates);
     return { picker: new SchedulePicker(candidates, schedule, c.policy), request };
   }
-  const list = endpoints(c.n, c.weights, -Infinity);
+  const list = weightsOf(c.n, c.weights).map((weight, i) => endpoint(i, { weight }));
   if (c.algorithm === 'ref/plain-rr') return { picker: plainRoundRobin(list), request };
   if (c.algorithm === 'ref/stride') return { picker: staticStride(list), request };
   return { picker: weightedRandom(list), request };

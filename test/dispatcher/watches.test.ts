@@ -3,15 +3,15 @@
 import type { ServerResponse } from 'node:http';
 import test from 'ava';
 import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, type Response, type TestServer } from '../../fixtures/server/TestServer.ts';
 import { balancerInternals } from '../../src/dispatcher/Balancer.ts';
 import { createBalancer } from '../../src/index.ts';
+import { ORIGIN } from '../helpers/balancer.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { until } from '../helpers/poll.ts';
 import { addressOf, pushResolver } from '../helpers/pushResolver.ts';
 
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const WATCH = '/api/v1/namespaces/default/configmaps?watch=true';
 const FIRST = '{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}}\n';
 // The start of a second event, cut where a TCP segment might end.

@@ -1,9 +1,9 @@
 import test from 'ava';
 import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
 import { DnsCache, dnsCacheDefaults, type DnsCacheOptions } from '../../src/dns/DnsCache.ts';
-import { DnsClient } from '../../src/dns/DnsClient.ts';
+import { dnsClient } from '../helpers/dns.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
-import { until } from '../helpers/until.ts';
+import { until } from '../helpers/poll.ts';
 
 interface Setup {
   server: DnsTestServer;
@@ -15,10 +15,7 @@ interface Setup {
 async function withCache(run: (s: Setup) => Promise<void>, options: Partial<DnsCacheOptions> = {}, random = () => 0.5): Promise<void> {
   const server = await DnsTestServer.start();
   const clock = new FakeClock();
-  const client = new DnsClient(
-    { servers: [{ address: server.host, port: server.port }], search: [], ndots: 1, timeout: 1000, attempts: 1, rotate: false, deadline: 5000 },
-    clock,
-  );
+  const client = dnsClient([server], { timeout: 1000, attempts: 1, deadline: 5000 }, clock);
   const cache = new DnsCache(client, clock, { ...dnsCacheDefaults, ...options }, random);
   try {
     await run({ server, clock, cache });
@@ -185,7 +182,7 @@ test('close() aborts a query under way; the lookup resolves with what was cached
   await withCache(async ({ server, cache }) => {
     server.rule({ action: { drop: true } });
     const pending = cache.lookup('api.test.', 'A');
-    t.true(await until(() => server.log.length === 1));
+    await until(() => server.log.length === 1, { what: 'the query to reach the server' });
     cache.close();
     const result = await pending;
     t.is(result.answer, undefined);

@@ -2,33 +2,11 @@ import net from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import test from 'ava';
 import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
-import { systemClock } from '../../src/clock.ts';
-import { DnsClient, type DnsClientConfig } from '../../src/dns/DnsClient.ts';
 import { DnsError } from '../../src/dns/DnsError.ts';
-import type { NameServer } from '../../src/dns/ResolvConf.ts';
+import { dnsClient, nameServerOf } from '../helpers/dns.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { activeResources, leftOver } from '../helpers/leaks.ts';
-import { until } from '../helpers/until.ts';
-
-function serverOf(s: DnsTestServer): NameServer {
-  return { address: s.host, port: s.port };
-}
-
-function client(servers: DnsTestServer[] | NameServer[], config: Partial<DnsClientConfig> = {}, clock = systemClock): DnsClient {
-  return new DnsClient(
-    {
-      servers: servers.map((s) => (s instanceof DnsTestServer ? serverOf(s) : s)),
-      search: [],
-      ndots: 1,
-      timeout: 2000,
-      attempts: 2,
-      rotate: false,
-      deadline: 10_000,
-      ...config,
-    },
-    clock,
-  );
-}
+import { until } from '../helpers/poll.ts';
 
 async function withServer(run: (server: DnsTestServer) => Promise<void>, host?: string): Promise<void> {
   const server = await DnsTestServer.start(host ? { host } : {});
@@ -55,7 +33,7 @@ test('A and AAAA records, with their TTL', async (t) => {
       { name: 'api.test', type: 'A', ttl: 20, data: '127.0.0.12' },
       { name: 'api.test', type: 'AAAA', ttl: 30, data: '::1' },
     );
-    const dns = client([server]);
+    const dns = dnsClient([server]);
     const a = await dns.query('api.test.', 'A');
     t.is(a.kind, 'records');
     t.deepEqual([...a.addresses].sort(), ['127.0.0.11', '127.0.0.12']);
@@ -74,7 +52,7 @@ test('SRV with glue from the additional section', async (t) => {
       { name: 'node1.api.test', type: 'A', ttl: 7, data: '127.0.0.11' },
       { name: 'unrelated.api.test', type: 'A', ttl: 1, data: '127.0.0.99' },
     );
-    const answer = await client([server]).query('_https._tcp.api.test.', 'SRV');
+    const answer = await dnsClient([server]).query('_https._tcp.api.test.', 'SRV');
     t.deepEqual(answer.srv, [
       { priority: 10, weight: 50, port: 6443, target: 'node1.api.test' },
       { priority: 20, weight: 0, port: 6443, target: 'node2.api.test' },
@@ -89,7 +67,7 @@ for (const spoof of ['id', 'question', 'port', 'address'] as const) {
     await withServer(async (server) => {
       server.add({ name: 'api.test', type: 'A', data: '127.0.0.11' });
       server.rule({ action: { spoof, delay: 20 } });
-      const answer = await client([server]).query('api.test.', 'A');
+      const answer = await dnsClient([server]).query('api.test.', 'A');
       t.deepEqual(answer.addresses, ['127.0.0.11']);
       t.is(server.log.length, 1, 'no retry: the client kept waiting for the real answer');
     });
@@ -111,7 +89,7 @@ test('stray, malformed and truncated datagrams before the real answer are ignore
         ],
       },
     });
-    const answer = await client([server]).query('api.test.', 'A');
+    const answer = await dnsClient([server]).query('api.test.', 'A');
     t.deepEqual(answer.addresses, ['127.0.0.11']);
   });
 });
@@ -138,7 +116,7 @@ test('the cut answer used above really fools dns-packet', (t) => {
 test('a truncated answer (TC) is asked again over TCP and all 60 records arrive', async (t) => {
   await withServer(async (server) => {
     for (let i = 1; i <= 60; i++) server.add({ name: 'big.api.test', type: 'A', data: `127.0.1.${i}` });
-    const answer = await client([server]).query('big.api.test.', 'A');
+    const answer = await dnsClient([server]).query('big.api.test.', 'A');
     t.is(answer.addresses.length, 60);
     t.is(answer.transport, 'tcp');
     t.deepEqual(
@@ -153,7 +131,7 @@ test('a TCP answer split into 3-byte pieces is reassembled', async (t) => {
     server.add({ name: 'api.test', type: 'A', data: '127.0.0.11' });
     server.rule({ transport: 'udp', action: { truncate: true } });
     server.rule({ transport: 'tcp', action: { split: 3, before: (real) => [Buffer.from(real).fill(0, 0, 2)] } });
-    const answer = await client([server]).query('api.test.', 'A');
+    const answer = await dnsClient([server]).query('api.test.', 'A');
     t.deepEqual(answer.addresses, ['127.0.0.11']);
     t.is(answer.transport, 'tcp');
   });
@@ -166,7 +144,7 @@ test('a CNAME chain is followed inside one answer, with the smallest TTL', async
       { name: 'middle.api.test', type: 'CNAME', ttl: 60, data: 'svc.api.test' },
       { name: 'svc.api.test', type: 'A', ttl: 30, data: '127.0.0.21' },
     );
-    const answer = await client([server]).query('alias.api.test.', 'A');
+    const answer = await dnsClient([server]).query('alias.api.test.', 'A');
     t.is(answer.name, 'svc.api.test');
     t.deepEqual(answer.addresses, ['127.0.0.21']);
     t.is(answer.ttl, 5);
@@ -178,7 +156,7 @@ test('a CNAME answer without the target records makes the client ask for the tar
   await withServer(async (server) => {
     server.chase = false;
     server.add({ name: 'alias.api.test', type: 'CNAME', ttl: 5, data: 'svc.api.test' }, { name: 'svc.api.test', type: 'A', data: '127.0.0.21' });
-    const answer = await client([server]).query('alias.api.test.', 'A');
+    const answer = await dnsClient([server]).query('alias.api.test.', 'A');
     t.deepEqual(answer.addresses, ['127.0.0.21']);
     t.deepEqual(
       server.log.map((q) => q.name),
@@ -191,7 +169,7 @@ test('a CNAME loop fails after a bounded number of hops', async (t) => {
   await withServer(async (server) => {
     server.chase = false;
     server.add({ name: 'a.api.test', type: 'CNAME', data: 'b.api.test' }, { name: 'b.api.test', type: 'CNAME', data: 'a.api.test' });
-    const error = await t.throwsAsync(client([server]).query('a.api.test.', 'A'), { instanceOf: DnsError });
+    const error = await t.throwsAsync(dnsClient([server]).query('a.api.test.', 'A'), { instanceOf: DnsError });
     t.is(error?.reason, 'CNAME_LOOP');
     t.true(server.log.length <= 3);
   });
@@ -200,7 +178,7 @@ test('a CNAME loop fails after a bounded number of hops', async (t) => {
 test('NXDOMAIN, NODATA and SERVFAIL are told apart; SOA gives the negative TTL', async (t) => {
   await withServer(async (server) => {
     server.add({ name: 'api.test', type: 'A', data: '127.0.0.11' });
-    const dns = client([server], { attempts: 1 });
+    const dns = dnsClient([server], { attempts: 1 });
     const nx = await dns.query('missing.api.test.', 'A');
     t.is(nx.kind, 'NXDOMAIN');
     t.is(nx.ttl, 0, 'no SOA: not to be cached (RFC 2308 §5)');
@@ -226,7 +204,7 @@ test('SERVFAIL, REFUSED and a closed port move on to the next server', async (t)
     b.rule({ action: { rcode: 5 } });
     c.add({ name: 'api.test', type: 'A', data: '127.0.0.11' });
     const dead = { address: '127.0.0.1', port: await closedPort() };
-    const answer = await client([dead, serverOf(a), serverOf(b), serverOf(c)]).query('api.test.', 'A');
+    const answer = await dnsClient([dead, nameServerOf(a), nameServerOf(b), nameServerOf(c)]).query('api.test.', 'A');
     t.deepEqual(answer.addresses, ['127.0.0.11']);
     t.deepEqual(
       servers.map((s) => s.log.length),
@@ -241,7 +219,7 @@ test('FORMERR to an EDNS query: asked again without OPT, and without it from the
   await withServer(async (server) => {
     server.add({ name: 'api.test', type: 'A', data: '127.0.0.11' });
     server.rule({ action: { formerrOnEdns: true } });
-    const dns = client([server]);
+    const dns = dnsClient([server]);
     t.deepEqual((await dns.query('api.test.', 'A')).addresses, ['127.0.0.11']);
     await dns.query('api.test.', 'A');
     t.deepEqual(
@@ -255,14 +233,14 @@ test('the per-try timeout doubles each round, and the last failure is reported',
   await withServer(async (server) => {
     server.rule({ action: { drop: true } });
     const clock = new FakeClock();
-    const query = client([server], { timeout: 100, attempts: 3 }, clock).query('api.test.', 'A');
+    const query = dnsClient([server], { timeout: 100, attempts: 3 }, clock).query('api.test.', 'A');
     const failed = t.throwsAsync(query, { instanceOf: DnsError });
     for (const [n, wait] of [
       [1, 100],
       [2, 200],
       [3, 400],
     ] as const) {
-      t.true(await until(() => server.log.length === n && clock.pending === 1), `try ${n} sent`);
+      await until(() => server.log.length === n && clock.pending === 1, { what: `try ${n} to be sent` });
       clock.advance(wait - 1);
       t.is(server.log.length, n, `try ${n} still waits at ${wait - 1} ms`);
       clock.advance(1);
@@ -276,10 +254,10 @@ test('the overall deadline bounds a lookup whatever the attempts', async (t) => 
   await withServer(async (server) => {
     server.rule({ action: { drop: true } });
     const clock = new FakeClock();
-    const failed = t.throwsAsync(client([server], { timeout: 100, attempts: 5, deadline: 250 }, clock).query('api.test.', 'A'));
-    t.true(await until(() => server.log.length === 1 && clock.pending === 1));
+    const failed = t.throwsAsync(dnsClient([server], { timeout: 100, attempts: 5, deadline: 250 }, clock).query('api.test.', 'A'));
+    await until(() => server.log.length === 1 && clock.pending === 1, { what: 'the first try' });
     clock.advance(100);
-    t.true(await until(() => server.log.length === 2 && clock.pending === 1));
+    await until(() => server.log.length === 2 && clock.pending === 1, { what: 'the second try' });
     clock.advance(150); // the second try only had 150 ms left of the 250
     t.is((await failed)?.message.includes('TIMEOUT'), true);
     t.is(server.log.length, 2);
@@ -292,8 +270,8 @@ test.serial('an abort ends the lookup at once and releases the socket', async (t
     server.rule({ action: { drop: true } });
     const baseline = activeResources();
     const controller = new AbortController();
-    const failed = t.throwsAsync(client([server]).query('api.test.', 'A', controller.signal), { instanceOf: DnsError });
-    t.true(await until(() => server.log.length === 1));
+    const failed = t.throwsAsync(dnsClient([server]).query('api.test.', 'A', controller.signal), { instanceOf: DnsError });
+    await until(() => server.log.length === 1, { what: 'the query to reach the server' });
     controller.abort();
     t.is((await failed)?.reason, 'ABORTED');
     t.deepEqual(await leftOver(baseline), {});
@@ -304,7 +282,7 @@ test('an IPv6 name server on ::1, over UDP and TCP', async (t) => {
   await withServer(async (server) => {
     for (let i = 1; i <= 60; i++) server.add({ name: 'big.api.test', type: 'AAAA', data: `fd00::${i.toString(16)}` });
     server.add({ name: 'api.test', type: 'A', data: '127.0.0.11' });
-    const dns = client([server]);
+    const dns = dnsClient([server]);
     t.deepEqual((await dns.query('api.test.', 'A')).addresses, ['127.0.0.11']);
     const big = await dns.query('big.api.test.', 'AAAA');
     t.is(big.addresses.length, 60);
@@ -314,7 +292,7 @@ test('an IPv6 name server on ::1, over UDP and TCP', async (t) => {
 
 test('names are checked before anything is sent', async (t) => {
   await withServer(async (server) => {
-    const dns = client([server]);
+    const dns = dnsClient([server]);
     for (const name of [`${'a'.repeat(64)}.test`, `${'abcdefghi.'.repeat(26)}test`, 'a..test', 'spa ce.test', '', '.']) {
       const error = await t.throwsAsync(dns.query(name, 'A'), { instanceOf: DnsError }, name);
       t.is(error?.reason, 'BAD_NAME');
@@ -326,7 +304,7 @@ test('names are checked before anything is sent', async (t) => {
 test('the search list: short names get the domains first, long names are tried as they are first, absolute names alone', async (t) => {
   await withServer(async (server) => {
     server.add({ name: 'svc.b.test', type: 'A', data: '127.0.0.31' }, { name: 'x.y.test', type: 'A', data: '127.0.0.32' });
-    const dns = client([server], { search: ['a.test', 'b.test'], ndots: 2 });
+    const dns = dnsClient([server], { search: ['a.test', 'b.test'], ndots: 2 });
     t.deepEqual((await dns.query('svc', 'A')).addresses, ['127.0.0.31']);
     t.deepEqual(
       server.log.map((q) => q.name),
@@ -366,7 +344,7 @@ test('over the search list, a negative answer without SOA keeps the merged negat
 test('a failure on one search domain is not turned into NXDOMAIN by the next', async (t) => {
   await withServer(async (server) => {
     server.rule({ name: 'svc.a.test', action: { rcode: 2 } });
-    const error = await t.throwsAsync(client([server], { search: ['a.test', 'b.test'], attempts: 1 }).query('svc', 'A'), { instanceOf: DnsError });
+    const error = await t.throwsAsync(dnsClient([server], { search: ['a.test', 'b.test'], attempts: 1 }).query('svc', 'A'), { instanceOf: DnsError });
     t.is(error?.reason, 'SERVFAIL');
     t.is(server.log.length, 3, 'svc.a.test, svc.b.test, svc');
   });
@@ -376,7 +354,7 @@ test('rotate spreads the first try over the servers', async (t) => {
   const servers = await Promise.all([DnsTestServer.start(), DnsTestServer.start()]);
   try {
     for (const s of servers) s.add({ name: 'api.test', type: 'A', data: '127.0.0.11' });
-    const dns = client(servers, { rotate: true });
+    const dns = dnsClient(servers, { rotate: true });
     for (let i = 0; i < 4; i++) await dns.query('api.test.', 'A');
     t.deepEqual(
       servers.map((s) => s.log.length),
@@ -390,7 +368,7 @@ test('rotate spreads the first try over the servers', async (t) => {
 test('each try uses a new source port and a new ID', async (t) => {
   await withServer(async (server) => {
     server.add({ name: 'api.test', type: 'A', data: '127.0.0.11' });
-    const dns = client([server]);
+    const dns = dnsClient([server]);
     for (let i = 0; i < 20; i++) await dns.query('api.test.', 'A');
     t.true(new Set(server.log.map((q) => q.port)).size >= 15, 'ports vary');
     t.true(new Set(server.log.map((q) => q.id)).size >= 15, 'IDs vary');

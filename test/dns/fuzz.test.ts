@@ -7,14 +7,9 @@ import test from 'ava';
 import * as dnsPacket from 'dns-packet';
 import type { Answer } from 'dns-packet';
 import fc from 'fast-check';
-import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
-import { dnsCacheDefaults } from '../../src/dns/DnsCache.ts';
 import { parseResponse, type Query } from '../../src/dns/wire.ts';
-import type { DnsResolver } from '../../src/resolver/DnsResolver.ts';
-import { createResolver } from '../../src/resolver/parseTarget.ts';
-import type { EndpointAddress } from '../../src/resolver/Resolver.ts';
-import { FakeClock } from '../helpers/FakeClock.ts';
-import { until } from '../helpers/until.ts';
+import { withResolver, type ResolverHarness } from '../helpers/dns.ts';
+import { until } from '../helpers/poll.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
 const SRV = '_https._tcp.api.test';
@@ -111,37 +106,19 @@ test('parser: every truncation of an answer is rejected', (t) => {
   t.pass();
 });
 
-interface Harness {
-  server: DnsTestServer;
-  clock: FakeClock;
-  resolver: DnsResolver;
-  sets: Array<readonly EndpointAddress[]>;
-  errors: Error[];
-}
-
-async function withResolver(run: (h: Harness) => Promise<void>): Promise<void> {
-  const server = await DnsTestServer.start();
-  server.add(
-    { name: SRV, type: 'SRV', ttl: 300, data: { priority: 0, weight: 50, port: 6443, target: 'n1.api.test' } },
-    { name: SRV, type: 'SRV', ttl: 300, data: { priority: 1, weight: 10, port: 7443, target: 'n2.api.test' } },
-    { name: 'n1.api.test', type: 'A', ttl: 300, data: '127.0.0.11' },
-    { name: 'n2.api.test', type: 'AAAA', ttl: 300, data: '::1' },
+/** A resolver on an SRV name with two targets, one A and one AAAA. */
+async function withSrvResolver(run: (h: ResolverHarness) => Promise<void>): Promise<void> {
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (server) =>
+      server.add(
+        { name: SRV, type: 'SRV', ttl: 300, data: { priority: 0, weight: 50, port: 6443, target: 'n1.api.test' } },
+        { name: SRV, type: 'SRV', ttl: 300, data: { priority: 1, weight: 10, port: 7443, target: 'n2.api.test' } },
+        { name: 'n1.api.test', type: 'A', ttl: 300, data: '127.0.0.11' },
+        { name: 'n2.api.test', type: 'AAAA', ttl: 300, data: '::1' },
+      ),
+    run,
   );
-  const clock = new FakeClock();
-  const resolver = createResolver(`dns+srv:///${SRV}.`, {
-    clock,
-    dns: { ...dnsCacheDefaults, servers: [{ address: server.host, port: server.port }], timeout: 1000, attempts: 1 },
-    resolvConf: '/nonexistent/resolv.conf',
-  }) as DnsResolver;
-  const h: Harness = { server, clock, resolver, sets: [], errors: [] };
-  resolver.start({ endpoints: (s) => h.sets.push(s), error: (e) => h.errors.push(e) });
-  try {
-    await resolver.settled();
-    await run(h);
-  } finally {
-    await resolver.close();
-    await server.close();
-  }
 }
 
 /** A datagram the server sends ahead of the real answer: random, a cut real answer, or a mutated stray one. */
@@ -163,7 +140,7 @@ function junkFor(spec: typeof junk extends fc.Arbitrary<infer T> ? T : never, re
 }
 
 test('resolver: random, truncated and stray datagrams before the real answer never throw and never change the set', async (t) => {
-  await withResolver(async (h) => {
+  await withSrvResolver(async (h) => {
     t.is(h.sets.length, 1);
     const good = h.sets[0];
     await fc.assert(
@@ -182,7 +159,7 @@ test('resolver: random, truncated and stray datagrams before the real answer nev
 });
 
 test('resolver: a mutated answer alone never throws; the set stays or holds only well-formed endpoints', async (t) => {
-  await withResolver(async (h) => {
+  await withSrvResolver(async (h) => {
     await fc.assert(
       fc.asyncProperty(mutation, async (changes) => {
         let sent = false;
@@ -197,7 +174,7 @@ test('resolver: a mutated answer alone never throws; the set stays or holds only
         });
         h.clock.advance(1000);
         const round = h.resolver.resolveNow();
-        await until(() => sent, 5000);
+        await until(() => sent, { what: 'the mutated answer to be sent' });
         await sleep(2);
         h.clock.advance(1000); // the per-try timeout, should the client still be waiting
         await round;

@@ -1,13 +1,14 @@
 import type { ServerResponse } from 'node:http';
 import test from 'ava';
 import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
 import { TestServer, startServers, staticTarget, sendJson, type Request, type Response } from '../../fixtures/server/TestServer.ts';
 import { BalancerError, createBalancer } from '../../src/index.ts';
+import { ORIGIN } from '../helpers/balancer.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
-import { eventually, load } from '../helpers/load.ts';
+import { load } from '../helpers/load.ts';
+import { until } from '../helpers/poll.ts';
 
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
 
 test('a request timeout moves a GET to another endpoint; a POST surfaces the timeout', async (t) => {
   const servers = await startServers(['127.0.0.2', '127.0.0.3']);
@@ -45,7 +46,7 @@ test('a caller abort is never retried and says nothing about the endpoint', asyn
       const controller = new AbortController();
       const pending = send(controller.signal);
       // Abort once the request is at the server, waiting for its answer.
-      t.true(await eventually(() => received() === before + 1));
+      await until(() => received() === before + 1, { what: 'the request to reach a server' });
       controller.abort();
       const error = await t.throwsAsync(pending);
       t.is(error?.name, 'AbortError');
@@ -135,7 +136,8 @@ test('a one-shot body larger than maxBufferedBody still goes through, but is not
   };
   const throttling = await TestServer.start({ host: '127.0.0.2', handler: echoSize(429, { 'retry-after': '1', 'x-kubernetes-pf-flowschema-uid': 'x' }) });
   const healthy = await TestServer.start({ host: '127.0.0.3', handler: echoSize(200) });
-  const balancer = createBalancer({ target: staticTarget([throttling, healthy]), tls: { ca: certs.ca }, probe: false, maxBufferedBody: 1024 });
+  const clock = new FakeClock();
+  const balancer = createBalancer({ target: staticTarget([throttling, healthy]), tls: { ca: certs.ca }, probe: false, maxBufferedBody: 1024, clock });
   const post = async (body: string): Promise<number> => {
     const res = await undici.fetch(`${ORIGIN}/api/v1/namespaces/default/configmaps`, { dispatcher: balancer, method: 'POST', body });
     t.deepEqual(await res.json(), { size: body.length });
@@ -146,7 +148,7 @@ test('a one-shot body larger than maxBufferedBody still goes through, but is not
     // Round robin sends one of the two to each endpoint; the throttled one's 429 is not retried.
     t.deepEqual([await post(big), await post(big)].sort(), [200, 429]);
     t.deepEqual([throttling.requests.length, healthy.requests.length], [1, 1]);
-    await new Promise((r) => setTimeout(r, 1100)); // the throttled endpoint's Retry-After
+    clock.advance(1000); // the throttled endpoint's Retry-After
     // Small bodies are buffered, so the one that meets the 429 is sent again to the other endpoint.
     t.deepEqual([await post('x'.repeat(100)), await post('x'.repeat(100))], [200, 200]);
     t.deepEqual([throttling.requests.length, healthy.requests.length], [2, 3]);

@@ -1,5 +1,6 @@
 import { Candidates, type SelectOptions } from '../../src/balancer/Candidates.ts';
 import { Endpoint } from '../../src/balancer/Endpoint.ts';
+import type { Clock } from '../../src/clock.ts';
 import type { EndpointAddress } from '../../src/resolver/Resolver.ts';
 import { FakeClock } from './FakeClock.ts';
 
@@ -14,7 +15,7 @@ export function endpoint(i: number, extra: Partial<EndpointAddress> = {}, readyS
 }
 
 /** Ready endpoints with these weights, as candidates of one priority level. */
-export function candidatesOf(weights: readonly number[], options: Partial<SelectOptions> = {}, clock = new FakeClock()): Candidates {
+export function candidatesOf(weights: readonly number[], options: Partial<SelectOptions> = {}, clock: Clock = new FakeClock()): Candidates {
   return Candidates.select(
     weights.map((weight, i) => endpoint(i, { weight })),
     { panicThreshold: 0.5, slowStartMs: 0, ...options },

@@ -16,13 +16,3 @@ export async function load<T>(count: number, concurrency: number, send: (i: numb
   );
   return results;
 }
-
-/** Polls `check` every 10 ms until it returns true or `ms` pass; returns the last result. */
-export async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return true;
-}

@@ -1,36 +1,18 @@
 // Channels are process-wide: every test here is serial so one test's subscribers never see another's traffic.
 import diagnostics_channel from 'node:diagnostics_channel';
 import test from 'ava';
-import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
-import { startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
-import { createBalancer, type Balancer, type EjectMessage, type PickMessage, type RetryMessage } from '../../src/index.ts';
+import type { EjectMessage, PickMessage, RetryMessage } from '../../src/index.ts';
+import { cluster, get, ORIGIN, type Cluster } from '../helpers/balancer.ts';
 import { apfThrottle } from '../helpers/throttle.ts';
 
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const NAMES = ['kube-balancer:pick', 'kube-balancer:retry', 'kube-balancer:eject'] as const;
 
-async function get(balancer: Balancer, path = '/api/v1/pods'): Promise<number> {
-  const res = await undici.request(`${ORIGIN}${path}`, { dispatcher: balancer });
-  await res.body.dump();
-  return res.statusCode;
-}
-
 /** Three servers, the second rejecting everything with an APF 429: its first request is retried and it is ejected. */
-async function throttledCluster(): Promise<{ servers: TestServer[]; balancer: Balancer; rejected: () => number; close: () => Promise<void> }> {
+async function throttledCluster(): Promise<Cluster & { rejected: () => number }> {
   const { throttled, rejected, handler } = apfThrottle();
-  const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4'], { handler });
-  throttled.add(servers[1]!);
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
-  return {
-    servers,
-    balancer,
-    rejected,
-    close: async () => {
-      await balancer.close();
-      await Promise.all(servers.map((s) => s.close()));
-    },
-  };
+  const started = await cluster({ probe: false }, { handler });
+  throttled.add(started.servers[1]!);
+  return { ...started, rejected };
 }
 
 test.serial('pick, retry and eject messages, with their shapes', async (t) => {

@@ -2,13 +2,14 @@ import { Console } from 'node:console';
 import { Writable } from 'node:stream';
 import test from 'ava';
 import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
 import { startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
-import { BalancerError, createBalancer, type Logger, type ResolverListener } from '../../src/index.ts';
+import { BalancerError, createBalancer, type Logger } from '../../src/index.ts';
+import { ORIGIN } from '../helpers/balancer.ts';
 import { apfThrottle } from '../helpers/throttle.ts';
-import { until } from '../helpers/until.ts';
+import { until } from '../helpers/poll.ts';
+import { pushResolver } from '../helpers/pushResolver.ts';
 
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
 
 type Call = [level: keyof Logger, fields: Record<string, unknown>, message: string | undefined];
 
@@ -29,14 +30,14 @@ test('the logger gets endpoint changes (info), ejections and drains (warn), retr
   const [a, b, c] = servers.map((s) => `${s.host}:${s.port}`);
   try {
     t.deepEqual(calls[0], ['info', { event: 'endpoints', endpoints: [a, b, c] }, 'apiserver endpoints: 3']);
-    t.true(await until(() => calls.some(([, f]) => f.event === 'drain'), 10_000), 'the failing probe drained an endpoint');
+    await until(() => calls.some(([, f]) => f.event === 'drain'), { what: 'the failing probe to drain an endpoint' });
     for (let i = 0; i < 3; i++) await (await undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer })).body.dump();
     const find = (event: string): Call | undefined => calls.find(([, f]) => f.event === event);
     t.deepEqual(find('drain'), ['warn', { event: 'drain', endpoint: c, reason: 'probe' }, `endpoint ${c} draining (failing probe)`]);
     t.deepEqual(find('eject'), ['warn', { event: 'eject', endpoint: b, reason: 'throttled', durationMs: 60_000 }, `endpoint ${b} ejected (throttled)`]);
     t.deepEqual(find('retry'), ['debug', { event: 'retry', from: b, to: a, reason: 'throttled', attempt: 2 }, `retrying on ${a} after throttled at ${b}`]);
     servers[2]!.readyzStatus = 200;
-    t.true(await until(() => calls.some(([, f]) => f.event === 'restore'), 10_000), 'passing probes restored it');
+    await until(() => calls.some(([, f]) => f.event === 'restore'), { what: 'passing probes to restore it' });
     t.deepEqual(find('restore'), ['info', { event: 'restore', endpoint: c, via: 'probe' }, `endpoint ${c} restored`]);
     t.false(calls.some(([level]) => level === 'error'));
   } finally {
@@ -46,13 +47,13 @@ test('the logger gets endpoint changes (info), ejections and drains (warn), retr
 });
 
 test('the logger gets resolver errors and warnings (warn); console passes as a logger; a bad logger is refused; silent by default', async (t) => {
-  let listener: ResolverListener | undefined;
   const { logger, calls } = recorder();
-  const balancer = createBalancer({ target: { start: (l) => ((listener = l), l.endpoints([{ address: '127.0.0.9', port: 6443 }])) }, probe: false, logger });
+  const target = pushResolver([{ address: '127.0.0.9', port: 6443 }]);
+  const balancer = createBalancer({ target, probe: false, logger });
   try {
     const error = Object.assign(new Error('DNS x SRV: TIMEOUT'), { code: 'ERR_DNS' });
-    listener!.error(error);
-    listener!.warning!('serving a stale answer');
+    target.listener!.error(error);
+    target.listener!.warning!('serving a stale answer');
     t.deepEqual(calls.slice(1), [
       ['warn', { event: 'resolver-error', err: error }, 'resolution failed, keeping the previous endpoints: DNS x SRV: TIMEOUT'],
       ['warn', { event: 'warning' }, 'serving a stale answer'],

@@ -5,20 +5,15 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { Registry } from 'prom-client';
 import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
-import { createBalancer, type Balancer, type ResolverListener } from '../../src/index.ts';
+import { createBalancer } from '../../src/index.ts';
 import { registerMetrics } from '../../src/prometheus/index.ts';
+import { cluster, get, ORIGIN } from '../helpers/balancer.ts';
 import { load } from '../helpers/load.ts';
+import { until } from '../helpers/poll.ts';
+import { pushResolver } from '../helpers/pushResolver.ts';
 import { apfThrottle } from '../helpers/throttle.ts';
-
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
-
-async function get(balancer: Balancer): Promise<number> {
-  const res = await undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps`, { dispatcher: balancer });
-  await res.body.dump();
-  return res.statusCode;
-}
 
 /** `name{label="value",…}` → value, for every series of the registry. */
 async function scrape(registry: Registry): Promise<Map<string, number>> {
@@ -38,8 +33,7 @@ const key = (s: TestServer): string => `${s.host}:${s.port}`;
 
 test('300 GETs over 3 servers, then an APF 429: request counters per endpoint and status class, the ejection and the retry by reason', async (t) => {
   const { throttled, rejected, handler } = apfThrottle();
-  const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4'], { handler });
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  const { servers, balancer, close } = await cluster({ probe: false }, { handler });
   const registry = new Registry();
   const unregister = registerMetrics(balancer, registry);
   try {
@@ -85,8 +79,7 @@ test('300 GETs over 3 servers, then an APF 429: request counters per endpoint an
     unregister();
     t.deepEqual(registry.getMetricsAsArray(), []);
   } finally {
-    await balancer.close();
-    await Promise.all(servers.map((s) => s.close()));
+    await close();
   }
 });
 
@@ -102,7 +95,7 @@ test('in-flight and open streams are read at scrape time', async (t) => {
   try {
     const pending = [get(balancer), get(balancer), undici.request(`${ORIGIN}/api/v1/pods?watch=true`, { dispatcher: balancer }).then((r) => r.body.dump())];
     const endpoint = key(servers[0]!);
-    while (servers[0]!.requests.length < 3) await new Promise((r) => setTimeout(r, 5));
+    await until(() => servers[0]!.requests.length >= 3, { what: 'the three requests to reach the server' });
     const m = await scrape(registry);
     t.is(m.get(`kube_balancer_requests_in_flight{endpoint="${endpoint}"}`), 3);
     t.is(m.get(`kube_balancer_open_streams{endpoint="${endpoint}"}`), 1);
@@ -120,15 +113,15 @@ test('in-flight and open streams are read at scrape time', async (t) => {
 });
 
 test('DNS queries by result and resolver errors; two balancers on one registry with their own prefixes', async (t) => {
-  let listener: ResolverListener | undefined;
-  const a = createBalancer({ target: { start: (l) => ((listener = l), l.endpoints([{ address: '127.0.0.9', port: 6443 }])) }, probe: false });
+  const target = pushResolver([{ address: '127.0.0.9', port: 6443 }]);
+  const a = createBalancer({ target, probe: false });
   const b = createBalancer({ target: 'static:///127.0.0.10:6443', probe: false });
   const registry = new Registry();
   registerMetrics(a, registry);
   registerMetrics(b, registry, { prefix: 'other_' });
   try {
-    for (const result of ['success', 'success', 'NXDOMAIN', 'SERVFAIL']) listener!.dnsQuery!(result);
-    listener!.error(Object.assign(new Error('DNS x SRV: SERVFAIL'), { code: 'ERR_DNS' }));
+    for (const result of ['success', 'success', 'NXDOMAIN', 'SERVFAIL']) target.listener!.dnsQuery!(result);
+    target.listener!.error(Object.assign(new Error('DNS x SRV: SERVFAIL'), { code: 'ERR_DNS' }));
     const m = await scrape(registry);
     t.is(m.get('kube_balancer_dns_queries_total{result="success"}'), 2);
     t.is(m.get('kube_balancer_dns_queries_total{result="nxdomain"}'), 1);

@@ -1,19 +1,12 @@
 import test from 'ava';
-import * as undici from 'undici';
-import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
 import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
 import { sendJson, startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
-import { createBalancer, type Balancer, type EndpointAddress, type ResolverListener } from '../../src/index.ts';
-import { until } from '../helpers/until.ts';
+import { createBalancer } from '../../src/index.ts';
+import { get, ORIGIN } from '../helpers/balancer.ts';
+import { until } from '../helpers/poll.ts';
+import { pushResolver } from '../helpers/pushResolver.ts';
 import { load } from '../helpers/load.ts';
-
-const ORIGIN = `https://${APISERVER_NAME}:6443`;
-
-async function get(balancer: Balancer, path: string): Promise<number> {
-  const res = await undici.request(`${ORIGIN}${path}`, { dispatcher: balancer });
-  await res.body.dump();
-  return res.statusCode;
-}
 
 test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint outcomes, retries, ejections, panic, JSON-safe', async (t) => {
   // `/fail` answers 500: a GET is retried on each endpoint in turn, and with consecutive5xx: 1 each ejects its endpoint.
@@ -64,20 +57,19 @@ test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint out
 });
 
 test('resolver state, dns-error, resolver-error and warning events from a resolver’s listener calls', async (t) => {
-  let listener: ResolverListener | undefined;
-  const endpoints: EndpointAddress[] = [{ address: '127.0.0.9', port: 6443, ttl: 30, source: 'dns+srv' }];
-  const balancer = createBalancer({ target: { start: (l) => ((listener = l), l.endpoints(endpoints)) }, probe: false });
+  const target = pushResolver([{ address: '127.0.0.9', port: 6443, ttl: 30, source: 'dns+srv' }]);
+  const balancer = createBalancer({ target, probe: false });
   const events: string[] = [];
   balancer.on('resolver-error', (e) => events.push(`resolver-error ${e.message}`));
   balancer.on('dns-error', (e) => events.push(`dns-error ${e.message}`));
   balancer.on('warning', (m) => events.push(`warning ${m}`));
   try {
     const dnsError = Object.assign(new Error('DNS _https._tcp.example SRV: SERVFAIL'), { code: 'ERR_DNS' });
-    listener!.error(dnsError);
-    listener!.error(new Error('EndpointSlice watch failed'));
-    listener!.warning!('serving the last answer past its TTL');
-    listener!.endpoints([]);
-    for (const result of ['success', 'success', 'NXDOMAIN', 'TIMEOUT']) listener!.dnsQuery!(result);
+    target.listener!.error(dnsError);
+    target.listener!.error(new Error('EndpointSlice watch failed'));
+    target.listener!.warning!('serving the last answer past its TTL');
+    target.listener!.endpoints([]);
+    for (const result of ['success', 'success', 'NXDOMAIN', 'TIMEOUT']) target.listener!.dnsQuery!(result);
     t.deepEqual(events, [
       `resolver-error ${dnsError.message}`,
       `dns-error ${dnsError.message}`,
@@ -92,7 +84,7 @@ test('resolver state, dns-error, resolver-error and warning events from a resolv
     t.like(resolver.lastWarning, { message: 'resolver reported no endpoints; keeping the previous set' });
     t.like(listed[0], { key: '127.0.0.9:6443', ttl: 30, source: 'dns+srv' });
     // A resolver cannot blow up the metric's label set.
-    for (let i = 0; i < 100; i++) listener!.dnsQuery!(`weird-${i}`);
+    for (let i = 0; i < 100; i++) target.listener!.dnsQuery!(`weird-${i}`);
     t.true(Object.keys(balancer.stats().resolver.dnsQueries).length <= 33);
     t.true(balancer.stats().resolver.dnsQueries.other! > 0);
   } finally {
@@ -107,7 +99,7 @@ test('a probe refused for lack of credentials (401) is a warning, once', async (
   const warnings: string[] = [];
   balancer.on('warning', (m) => warnings.push(m));
   try {
-    t.true(await until(() => servers.every((s) => s.probes >= 3), 10_000), 'probes ran');
+    await until(() => servers.every((s) => s.probes >= 3), { what: 'three probes on every server' });
     t.is(warnings.length, 1);
     t.regex(warnings[0]!, /answered 401: set probe\.headers/);
     t.true(balancer.stats().endpoints.every((e) => e.state === 'ready'), 'a 401 counts as alive');

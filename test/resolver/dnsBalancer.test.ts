@@ -7,7 +7,7 @@ import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
 import { startServers } from '../../fixtures/server/TestServer.ts';
 import { createBalancer } from '../../src/index.ts';
 import { activeResources, leftOver } from '../helpers/leaks.ts';
-import { until } from '../helpers/until.ts';
+import { until } from '../helpers/poll.ts';
 
 const SRV = '_https._tcp.kubernetes-headless.default.svc.cluster.local';
 
@@ -44,7 +44,7 @@ test.serial('createBalancer({ target: "dns+srv:///…", dns: { servers } }) find
     dns.remove(SRV).add(
       ...servers.slice(0, 2).map((s, i) => ({ name: SRV, type: 'SRV' as const, ttl: 5, data: { priority: 0, weight: 50, port: s.port, target: `10-0-0-${i}.kubernetes-headless.default.svc.cluster.local` } })),
     );
-    t.true(await until(() => balancer.endpoints().length === 2, 6000), 'the removal reached the balancer within TTL + 1 s');
+    await until(() => balancer.endpoints().length === 2, { timeoutMs: 6000, what: 'the removal to reach the balancer within TTL + 1 s' });
     const before = servers[2]!.requests.length;
     for (let i = 0; i < 20; i++) await (await undici.request(`https://${APISERVER_NAME}:6443/version`, { dispatcher: balancer })).body.dump();
     t.is(servers[2]!.requests.length, before);
