@@ -331,7 +331,7 @@ test('over the search list, a negative answer without SOA keeps the merged negat
     server.soa = { ttl: 60, minimum: 60 };
     // dnsmasq's --local names come without SOA: strip it from this one.
     server.rule({ name: 'svc.a.test', action: { replace: (real) => dnsPacket.encode({ ...dnsPacket.decode(real), authorities: [] }) } });
-    const nx = await client([server], { search: ['a.test'] }).query('svc', 'A');
+    const nx = await dnsClient([server], { search: ['a.test'] }).query('svc', 'A');
     t.is(nx.kind, 'NXDOMAIN');
     t.is(nx.ttl, 0, 'not the 60 s of the other name');
     t.deepEqual(

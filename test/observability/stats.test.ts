@@ -5,6 +5,7 @@ import { sendJson, startServers, staticTarget } from '../../fixtures/server/Test
 import { createBalancer } from '../../src/index.ts';
 import { get, ORIGIN } from '../helpers/balancer.ts';
 import { until } from '../helpers/poll.ts';
+import type { ResolverListener } from '../../src/resolver/Resolver.ts';
 import { pushResolver } from '../helpers/pushResolver.ts';
 import { load } from '../helpers/load.ts';
 
