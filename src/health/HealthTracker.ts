@@ -1,4 +1,4 @@
-import type { Endpoint } from '../balancer/Endpoint.ts';
+import type { Endpoint, EndpointState } from '../balancer/Endpoint.ts';
 import type { Clock, ClockTimer } from '../clock.ts';
 
 export interface HealthSettings {
@@ -82,7 +82,6 @@ export class HealthTracker {
   /** A connection could not be made, TLS failed, or a connection went silent: the endpoint is down. */
   connectFailure(endpoint: Endpoint, reason: 'connect' | 'tls' | 'unreachable'): void {
     const h = this.#of(endpoint);
-    h.probationInFlight = false;
     if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, reason);
   }
 
@@ -91,7 +90,6 @@ export class HealthTracker {
     const h = this.#of(endpoint);
     h.consecutiveFailures++;
     if (endpoint.state === 'probing' && h.probationInFlight) {
-      h.probationInFlight = false;
       this.#eject(endpoint, h, 'failures');
       return;
     }
@@ -106,7 +104,6 @@ export class HealthTracker {
     if (h) {
       h.consecutiveFailures = 0;
       if (endpoint.state === 'probing' && h.probationInFlight) {
-        h.probationInFlight = false;
         this.#restore(endpoint, h, 'probation');
         return;
       }
@@ -123,14 +120,10 @@ export class HealthTracker {
    */
   throttled(endpoint: Endpoint, retryAfterMs: number | undefined): void {
     const h = this.#of(endpoint);
-    h.probationInFlight = false;
     endpoint.weightFactor = Math.max(MIN_WEIGHT_FACTOR, endpoint.weightFactor / 2);
     if (endpoint.state === 'ready' || endpoint.state === 'probing') {
-      this.#clearTimer(h);
-      this.#probing.delete(endpoint);
       const ms = retryAfterMs ?? DEFAULT_THROTTLE_MS;
-      endpoint.state = 'ejected';
-      h.reason = 'throttled';
+      this.#enter(endpoint, h, 'ejected', 'throttled');
       h.timer = this.#clock.setTimeout(() => {
         h.timer = undefined;
         if (endpoint.state === 'ejected' && h.reason === 'throttled') this.#restore(endpoint, h, 'retry-after', false);
@@ -143,7 +136,6 @@ export class HealthTracker {
   /** The apiserver is shutting down (429 + Connection: close): no new requests, running ones finish. */
   shuttingDown(endpoint: Endpoint, retryAfterMs: number | undefined): void {
     const h = this.#of(endpoint);
-    h.probationInFlight = false;
     if (endpoint.state === 'draining') return;
     if (!this.#settings.probes) {
       // Nothing would ever bring it back from draining: rest like an ejection, then probation.
@@ -239,13 +231,7 @@ export class HealthTracker {
     h.lastEjectedAt = now;
     const jitter = 0.8 + 0.4 * this.#random();
     const ms = Math.max(atLeastMs, Math.min(maxEjectionMs, baseEjectionMs * 2 ** (h.ejections - 1) * jitter));
-    this.#clearTimer(h);
-    this.#probing.delete(endpoint);
-    h.reason = reason;
-    h.probePasses = 0;
-    h.consecutiveFailures = 0;
-    endpoint.state = 'ejected';
-    endpoint.unreachable = reason === 'connect' || reason === 'tls' || reason === 'unreachable';
+    this.#enter(endpoint, h, 'ejected', reason);
     h.timer = this.#clock.setTimeout(() => {
       h.timer = undefined;
       if (endpoint.state !== 'ejected') return;
@@ -258,26 +244,32 @@ export class HealthTracker {
   }
 
   #drain(endpoint: Endpoint, h: Health, reason: 'probe' | 'shutdown'): void {
-    this.#clearTimer(h);
-    this.#probing.delete(endpoint);
-    h.probePasses = 0;
-    endpoint.state = 'draining';
-    endpoint.unreachable = false;
+    this.#enter(endpoint, h, 'draining', undefined);
     this.#listener.drain(endpoint, reason);
     this.#listener.changed();
   }
 
   #restore(endpoint: Endpoint, h: Health, via: 'probation' | 'probe' | 'retry-after', slowStart = true): void {
-    this.#clearTimer(h);
-    this.#probing.delete(endpoint);
-    h.reason = undefined;
-    h.probePasses = 0;
-    h.consecutiveFailures = 0;
-    endpoint.state = 'ready';
-    endpoint.unreachable = false;
+    this.#enter(endpoint, h, 'ready', undefined);
     if (slowStart) endpoint.readySince = this.#clock.now();
     this.#listener.restore(endpoint, via);
     this.#listener.changed();
+  }
+
+  /**
+   * Every move between ready, ejected and draining: whatever was under way in the old state (its
+   * timer, its probation request, its counts) says nothing about the new one.
+   */
+  #enter(endpoint: Endpoint, h: Health, state: EndpointState, reason: EjectReason | undefined): void {
+    this.#clearTimer(h);
+    this.#probing.delete(endpoint);
+    h.reason = reason;
+    h.probePasses = 0;
+    h.consecutiveFailures = 0;
+    h.probationInFlight = false;
+    endpoint.state = state;
+    // Only a connection that failed or went silent proves it out of reach; a 429 or 5xx is an answer.
+    endpoint.unreachable = reason === 'connect' || reason === 'tls' || reason === 'unreachable';
   }
 
   #clearTimer(h: Health): void {

@@ -183,3 +183,31 @@ test('close() and forget() leave no timer behind', (t) => {
   health.close();
   t.is(clock.pending, 0);
 });
+
+test('a probation request still running when a probe restores the endpoint does not block the next probation', (t) => {
+  const { clock, endpoints, health } = setup();
+  const e = endpoints[0]!;
+  health.connectFailure(e, 'connect');
+  clock.advance(1000);
+  t.is(health.takeProbation(), e);
+  health.probeResult(e, 'pass');
+  t.is(e.state, 'ready');
+  health.success(e); // the probation request ends while ready
+  for (let i = 0; i < 5; i++) health.serverError(e);
+  t.is(e.state, 'ejected');
+  clock.advance(2000);
+  t.is(e.state, 'probing');
+  t.is(health.takeProbation(), e);
+});
+
+test('a 429 from an endpoint out of reach proves it reachable', (t) => {
+  const { clock, endpoints, health } = setup();
+  const e = endpoints[0]!;
+  health.connectFailure(e, 'connect');
+  t.true(e.unreachable);
+  clock.advance(1000);
+  t.is(health.takeProbation(), e);
+  health.throttled(e, 1000);
+  t.is(e.state, 'ejected');
+  t.false(e.unreachable);
+});
