@@ -174,6 +174,15 @@ export class BalancedRequest implements MovableWatch {
       this.host.budget.release();
       return this.#fail(this.proxy.reason ?? new Error('aborted'), false);
     }
+    // A held-back response is read to its end first: meanwhile the resolver may have dropped the endpoint.
+    if (next.endpoint.removed) {
+      const endpoint = this.host.pick(this.longRunning, this.#probationOk(), this.#tried);
+      if (!endpoint) {
+        this.host.budget.release();
+        return this.#fail(this.host.noEndpoints(), false);
+      }
+      next.endpoint = endpoint;
+    }
     this.proxy.detach();
     if (retryChannel.hasSubscribers) {
       retryChannel.publish({

@@ -81,12 +81,14 @@ export class HealthTracker {
 
   /** A connection could not be made, TLS failed, or a connection went silent: the endpoint is down. */
   connectFailure(endpoint: Endpoint, reason: 'connect' | 'tls' | 'unreachable'): void {
+    if (endpoint.removed) return;
     const h = this.#of(endpoint);
     if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, reason);
   }
 
   /** A 5xx, a broken connection or a request timeout. */
   serverError(endpoint: Endpoint): void {
+    if (endpoint.removed) return;
     const h = this.#of(endpoint);
     h.consecutiveFailures++;
     if (endpoint.state === 'probing' && h.probationInFlight) {
@@ -100,6 +102,7 @@ export class HealthTracker {
 
   /** Any answer that is not a server failure: the endpoint works. */
   success(endpoint: Endpoint): void {
+    if (endpoint.removed) return;
     const h = this.#health.get(endpoint);
     if (h) {
       h.consecutiveFailures = 0;
@@ -119,6 +122,7 @@ export class HealthTracker {
    * drops, and it rests for its Retry-After while the others carry on.
    */
   throttled(endpoint: Endpoint, retryAfterMs: number | undefined): void {
+    if (endpoint.removed) return;
     const h = this.#of(endpoint);
     endpoint.weightFactor = Math.max(MIN_WEIGHT_FACTOR, endpoint.weightFactor / 2);
     if (endpoint.state === 'ready' || endpoint.state === 'probing') {
@@ -135,6 +139,7 @@ export class HealthTracker {
 
   /** The apiserver is shutting down (429 + Connection: close): no new requests, running ones finish. */
   shuttingDown(endpoint: Endpoint, retryAfterMs: number | undefined): void {
+    if (endpoint.removed) return;
     const h = this.#of(endpoint);
     if (endpoint.state === 'draining') return;
     if (!this.#settings.probes) {
@@ -192,7 +197,10 @@ export class HealthTracker {
     if (h) h.probationInFlight = false;
   }
 
-  /** The endpoint left the set: drop its timers. */
+  /**
+   * The endpoint left the set: drop its timers. Requests still running there end later; every
+   * signal ignores a removed endpoint, so none brings it back into probation.
+   */
   forget(endpoint: Endpoint): void {
     const h = this.#health.get(endpoint);
     if (h) this.#clearTimer(h);

@@ -211,3 +211,20 @@ test('a 429 from an endpoint out of reach proves it reachable', (t) => {
   t.is(e.state, 'ejected');
   t.false(e.unreachable);
 });
+
+test('requests that end on a removed endpoint bring it back into neither health nor probation', (t) => {
+  const { clock, endpoints, events, health, changes } = setup({ consecutive5xx: 1 });
+  const e = endpoints[0]!;
+  e.removed = true;
+  health.forget(e);
+  health.connectFailure(e, 'connect');
+  health.serverError(e);
+  health.throttled(e, 1000);
+  health.shuttingDown(e, 1000);
+  health.success(e);
+  t.is(e.state, 'ready');
+  t.is(clock.pending, 0);
+  t.deepEqual(events, []);
+  t.is(changes(), 0);
+  t.is(health.takeProbation(), undefined);
+});

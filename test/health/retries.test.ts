@@ -5,6 +5,7 @@ import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
 import { TestServer, startServers, staticTarget, sendJson, type Request, type Response } from '../../fixtures/server/TestServer.ts';
 import { BalancerError, createBalancer } from '../../src/index.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
+import { addressOf, pushResolver } from '../helpers/pushResolver.ts';
 import { eventually, load } from '../helpers/load.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
@@ -171,5 +172,41 @@ test('ERR_ALL_ENDPOINTS_FAILED carries the cause of each endpoint', async (t) =>
   } finally {
     await balancer.close();
     await Promise.all([good.close(), foreign.close()]);
+  }
+});
+
+test('a retry reserved on an endpoint the resolver removes meanwhile goes to another one', async (t) => {
+  let first: (() => void) | undefined;
+  let reached: (server: TestServer) => void = () => {};
+  const arrived = new Promise<TestServer>((resolve) => (reached = resolve));
+  // The first request anywhere gets a 429 whose body ends only when the test says so.
+  const handler = (_req: Request, res: Response, server: TestServer): void => {
+    if (first) return sendJson(res, 200, { server: server.name }, { 'x-served-by': server.name });
+    const r = res as ServerResponse;
+    r.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' });
+    r.write('{"kind":"Status",');
+    first = () => r.end('"code":429}');
+    reached(server);
+  };
+  const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4'], { handler });
+  const [a, b, c] = servers as [TestServer, TestServer, TestServer];
+  const resolver = pushResolver([a, b].map(addressOf));
+  const balancer = createBalancer({ target: resolver, tls: { ca: certs.ca }, probe: false });
+  try {
+    const pending = undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer });
+    const throttling = await arrived;
+    // The retry is reserved on the other one once the 429 is in; then that one leaves, and c joins.
+    t.true(await eventually(() => balancer.stats().budget.retriesInFlight === 1));
+    resolver.push([throttling, c].map(addressOf));
+    first!();
+    const res = await pending;
+    await res.body.dump();
+    t.is(res.statusCode, 200);
+    t.is(res.headers['x-served-by'], c.name);
+    const reserved = throttling === a ? b : a;
+    t.is(reserved.requests.length, 0);
+  } finally {
+    await balancer.destroy();
+    await Promise.all(servers.map((s) => s.close()));
   }
 });
