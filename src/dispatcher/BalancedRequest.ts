@@ -387,11 +387,9 @@ class Attempt implements Handler {
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
-    if (this.#heldBack) {
-      // Kept only to tell a shutting-down apiserver's 429 from a throttling one.
-      if (this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
-      return;
-    }
+    // Kept to tell a shutting-down apiserver's 429 from a throttling one, whether or not it is retried.
+    if (this.#statusCode === 429 && this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
+    if (this.#heldBack) return;
     if (!this.#request.finished) this.#request.forward(chunk);
   }
 

@@ -274,3 +274,21 @@ test('graceful HTTP/2 GOAWAY is not a failure', async (t) => {
     await close();
   }
 });
+
+test('a shutting-down 429 passed on to the caller (no endpoint to retry on) still counts as a shutdown, over HTTP/2', async (t) => {
+  const [server] = await startServers(['127.0.0.2']);
+  const balancer = createBalancer({ target: staticTarget([server!]), tls: { ca: certs.ca }, probe: false });
+  const ejections: string[] = [];
+  balancer.on('eject', (_e, reason) => ejections.push(reason));
+  try {
+    server!.mode = 'draining';
+    const res = await undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer });
+    await res.body.dump();
+    t.is(res.statusCode, 429);
+    // Without probes a shutdown rests like an ejection for 'probe'; a throttling 429 would say 'throttled'.
+    t.deepEqual(ejections, ['probe']);
+  } finally {
+    await balancer.destroy();
+    await server!.close();
+  }
+});
