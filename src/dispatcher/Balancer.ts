@@ -410,6 +410,7 @@ export class Balancer extends undici.Dispatcher {
         ...(verification.sni ? { servername: verification.sni } : {}),
       });
       await res.body.dump();
+      endpoint.lastAnswerAt = clock.now();
       if (res.statusCode === 401 || res.statusCode === 403) {
         // The apiserver answers but will not say whether it is ready: count that as alive.
         if (!this.#warnedProbeAuth) {
@@ -418,7 +419,6 @@ export class Balancer extends undici.Dispatcher {
         }
         return 'pass';
       }
-      endpoint.lastAnswerAt = clock.now();
       return res.statusCode >= 200 && res.statusCode < 400 ? 'pass' : 'fail';
     } catch (error) {
       const kind = classifyError(error);
