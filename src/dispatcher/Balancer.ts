@@ -330,13 +330,15 @@ export class Balancer extends undici.Dispatcher {
       balances: (origin) => this.#isBalanced(origin),
       tlsFor: (origin) => ({ verification: this.#routeFor(origin, false).verification, tls: this.#options.tls.current }),
       replaceTls: (tls) => {
-        const changed = this.#options.tls.replace(validateTls(tls), this.#options.clock.now());
+        const state = this.#options.tls;
+        const now = this.#options.clock.now();
+        // Compared before validated: the hooks hand over the same material with every request.
+        if (state.holds(tls, now)) return false;
+        state.replace(validateTls(tls), now);
         // The verification name may have changed with the settings; pools notice the new generation.
-        if (changed) {
-          this.#routes.clear();
-          this.#legacyRoutes.clear();
-        }
-        return changed;
+        this.#routes.clear();
+        this.#legacyRoutes.clear();
+        return true;
       },
     };
   }
