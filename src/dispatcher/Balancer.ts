@@ -225,12 +225,7 @@ export class Balancer extends undici.Dispatcher {
       this.#prober?.close();
       this.#health.close();
       this.#lag.close();
-      const error = closedError();
-      for (const waiter of this.#readyWaiters) waiter.reject(error);
-      this.#readyWaiters = [];
-      const waiting = this.#waiting;
-      this.#waiting = [];
-      for (const run of waiting) run(); // each fails with ERR_BALANCER_CLOSED
+      this.#releaseWaiters(closedError()); // each waiting request fails with ERR_BALANCER_CLOSED
     }
     await Promise.all([this.#resolver.close?.(), pools(), passthrough()]);
   }
@@ -470,13 +465,7 @@ export class Balancer extends undici.Dispatcher {
     for (const endpoint of added) this.#prober?.add(endpoint);
     if (added.length > 0) this.#rebalancer?.nudge();
     this.#emit('endpoints', this.endpoints());
-    if (addresses.length > 0) {
-      for (const waiter of this.#readyWaiters) waiter.resolve();
-      this.#readyWaiters = [];
-    }
-    const waiting = this.#waiting;
-    this.#waiting = [];
-    for (const run of waiting) run();
+    this.#releaseWaiters();
   }
 
   #resolverWarning(message: string): void {
@@ -491,11 +480,22 @@ export class Balancer extends undici.Dispatcher {
     if ((error as { code?: unknown }).code === 'ERR_DNS') this.#emit('dns-error', error);
     if (this.#set.known) return;
     // Nothing to fall back on yet: fail fast instead of queueing forever.
-    const failure = this.#noEndpoints();
-    for (const waiter of this.#readyWaiters) waiter.reject(failure);
-    this.#readyWaiters = [];
+    this.#releaseWaiters(this.#noEndpoints());
+  }
+
+  /**
+   * Settles `ready()` (rejected with `error`, if given) and runs the requests that waited for a
+   * first endpoint set: they go out now, or fail for want of endpoints.
+   */
+  #releaseWaiters(error?: Error): void {
+    const readyWaiters = this.#readyWaiters;
     const waiting = this.#waiting;
+    this.#readyWaiters = [];
     this.#waiting = [];
+    for (const waiter of readyWaiters) {
+      if (error) waiter.reject(error);
+      else waiter.resolve();
+    }
     for (const run of waiting) run();
   }
 
