@@ -101,10 +101,6 @@ export class Balancer extends undici.Dispatcher {
       {
         changed: () => this.#set.rebuild(),
         eject: (endpoint, reason, ms) => {
-          // The endpoint stopped answering on open connections (a black hole). Requests waiting
-          // there, on the silent connection or queued for a new one, would only time out: fail
-          // them now, so those that may go elsewhere do.
-          if (reason === 'unreachable') void this.#pools.reset(endpoint);
           endpoint.ejections++;
           endpoint.lastEjection = { reason, at: Date.now(), durationMs: ms };
           this.#totals.ejections[reason]++;
@@ -116,6 +112,9 @@ export class Balancer extends undici.Dispatcher {
           this.#emit('restore', endpoint.info(), via);
           this.#rebalancer?.nudge();
         },
+        // A black hole: requests waiting there, on the silent connection or queued for a new one,
+        // would only time out. Fail them now, so those that may go elsewhere do.
+        unreachable: (endpoint) => void this.#pools.reset(endpoint),
       },
       () => this.#set.list(),
     );
@@ -125,11 +124,7 @@ export class Balancer extends undici.Dispatcher {
         this.#options.probe,
         clock,
         (endpoint, settings) => this.#sendProbe(endpoint, settings),
-        (endpoint, result) => {
-          // No answer at all, perhaps after an earlier ejection for another reason: same as above.
-          if (result === 'unreachable') void this.#pools.reset(endpoint);
-          this.#health.probeResult(endpoint, result);
-        },
+        (endpoint, result) => this.#health.probeResult(endpoint, result),
       );
     }
     const rebalance = this.#options.rebalanceWatches;

@@ -26,6 +26,8 @@ export interface HealthListener {
   eject(endpoint: Endpoint, reason: EjectReason, durationMs: number): void;
   drain(endpoint: Endpoint, reason: 'probe' | 'shutdown'): void;
   restore(endpoint: Endpoint, via: 'probation' | 'probe' | 'retry-after'): void;
+  /** The endpoint went silent on open connections, ejected before or not: what waits there would only time out. */
+  unreachable(endpoint: Endpoint): void;
 }
 
 /**
@@ -84,6 +86,7 @@ export class HealthTracker {
     if (endpoint.removed) return;
     const h = this.#of(endpoint);
     if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, reason);
+    if (reason === 'unreachable') this.#listener.unreachable(endpoint);
   }
 
   /** A 5xx, a broken connection or a request timeout. */
@@ -154,14 +157,9 @@ export class HealthTracker {
   probeResult(endpoint: Endpoint, result: ProbeResult): void {
     if (endpoint.removed) return;
     const h = this.#of(endpoint);
-    if (result === 'connect' || result === 'tls') {
+    if (result === 'connect' || result === 'tls' || result === 'unreachable') {
       h.probePasses = 0;
       this.connectFailure(endpoint, result);
-      return;
-    }
-    if (result === 'unreachable') {
-      h.probePasses = 0;
-      if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, 'unreachable');
       return;
     }
     if (result === 'fail') {

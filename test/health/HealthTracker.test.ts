@@ -9,6 +9,7 @@ function setup(settings: Partial<HealthSettings> = {}, count = 3, random = () =>
   const clock = new FakeClock();
   const endpoints = Array.from({ length: count }, (_, i) => new Endpoint({ address: `10.0.0.${i + 1}`, port: 6443 }, clock.now()));
   const events: string[] = [];
+  const silent: string[] = [];
   let changes = 0;
   const health = new HealthTracker(
     { ...SETTINGS, ...settings },
@@ -18,11 +19,12 @@ function setup(settings: Partial<HealthSettings> = {}, count = 3, random = () =>
       eject: (e, reason, ms) => events.push(`eject ${e.address} ${reason} ${Math.round(ms)}`),
       drain: (e, reason) => events.push(`drain ${e.address} ${reason}`),
       restore: (e, via) => events.push(`restore ${e.address} ${via}`),
+      unreachable: (e) => silent.push(e.address),
     },
     () => endpoints,
     random,
   );
-  return { clock, endpoints, events, health, changes: () => changes };
+  return { clock, endpoints, events, silent, health, changes: () => changes };
 }
 
 test('a connection failure ejects at once; the ejection doubles per ejection in a row, capped', (t) => {
@@ -227,4 +229,14 @@ test('requests that end on a removed endpoint bring it back into neither health 
   t.deepEqual(events, []);
   t.is(changes(), 0);
   t.is(health.takeProbation(), undefined);
+});
+
+test('every unreachable verdict, from a request or a probe, ejected before or not, is reported once', (t) => {
+  const { endpoints, events, silent, health } = setup();
+  const e = endpoints[0]!;
+  health.connectFailure(e, 'connect');
+  health.probeResult(e, 'unreachable');
+  health.connectFailure(e, 'unreachable');
+  t.deepEqual(events, ['eject 10.0.0.1 connect 1000']);
+  t.deepEqual(silent, ['10.0.0.1', '10.0.0.1']);
 });
