@@ -7,7 +7,7 @@ import { isLongRunning, isWatch } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
 import { resolveOptions, validateTls, type BalancerOptions, type ResolvedOptions, type ResolvedTls, type TlsOptions, type UndiciModule } from '../options.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
-import { classifyError } from '../health/classifyError.ts';
+import { classifyError, type FailureKind } from '../health/classifyError.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
 import { HealthTracker, type EjectReason, type ProbeResult } from '../health/HealthTracker.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
@@ -343,14 +343,11 @@ export class Balancer extends undici.Dispatcher {
       // A refused stream (graceful GOAWAY) and errors that are not the endpoint's say nothing of its health.
       if (outcome.kind === 'other' || outcome.kind === 'refused') return this.#health.releaseProbation(endpoint);
       endpoint.failures++;
-      const connectTimeout = outcome.kind === 'connect' && isTimeout(outcome.error);
-      // A connection that could not be set up in time, during our own stall, proves nothing.
-      if (connectTimeout && !this.#conclusiveTimeout(endpoint, this.#options.connectTimeout, this.#options.connectTimeout)) {
-        return this.#health.releaseProbation(endpoint);
-      }
+      const silentConnect = this.#silentConnect(endpoint, outcome.kind, outcome.error);
+      if (silentConnect === false) return this.#health.releaseProbation(endpoint);
       // Silent: a PING went unanswered, or TCP was accepted but TLS never answered (a black hole).
       // Ejecting it as unreachable also frees the requests stuck on its open connections.
-      const silent = connectTimeout || (outcome.kind === 'unresponsive' && this.#conclusiveTimeout(endpoint, 2 * this.#options.pingInterval, this.#options.pingInterval));
+      const silent = silentConnect === true || (outcome.kind === 'unresponsive' && this.#conclusiveTimeout(endpoint, 2 * this.#options.pingInterval, this.#options.pingInterval));
       if (outcome.kind === 'connect' || outcome.kind === 'tls' || silent) {
         this.#health.connectFailure(endpoint, silent ? 'unreachable' : (outcome.kind as 'connect' | 'tls'));
         // The endpoint may be gone for good: let the resolver look again (it rate-limits itself).
@@ -415,9 +412,8 @@ export class Balancer extends undici.Dispatcher {
     } catch (error) {
       const kind = classifyError(error);
       if ((kind === 'timeout' || kind === 'unresponsive') && !this.#conclusiveTimeout(endpoint, settings.timeoutMs, settings.timeoutMs)) return undefined;
-      if (kind === 'connect' && isTimeout(error as Error)) {
-        return this.#conclusiveTimeout(endpoint, this.#options.connectTimeout, this.#options.connectTimeout) ? 'unreachable' : undefined;
-      }
+      const silentConnect = this.#silentConnect(endpoint, kind, error as Error);
+      if (silentConnect !== undefined) return silentConnect ? 'unreachable' : undefined;
       if (kind === 'connect' || kind === 'tls') return kind;
       // Connected but no answer in time: a black hole, or not talking.
       return 'unreachable';
@@ -502,6 +498,16 @@ export class Balancer extends undici.Dispatcher {
   #conclusiveTimeout(endpoint: Endpoint, windowMs: number, deadlineMs: number): boolean {
     const answered = endpoint.lastAnswerAt >= this.#options.clock.now() - windowMs;
     return !answered && this.#lag.maxSince(performance.now() - windowMs) < deadlineMs / 4;
+  }
+
+  /**
+   * For a connection that could not be set up in time: whether that proves the endpoint silent
+   * (false when our own stall or a recent answer explains it); `undefined` for any other failure.
+   */
+  #silentConnect(endpoint: Endpoint, kind: FailureKind, error: Error): boolean | undefined {
+    if (kind !== 'connect' || !isTimeout(error)) return undefined;
+    const deadline = this.#options.connectTimeout;
+    return this.#conclusiveTimeout(endpoint, deadline, deadline);
   }
 
   #noEndpoints(): BalancerError {
