@@ -1,11 +1,12 @@
 import https, { type RequestOptions } from 'node:https';
 import { isIPv6 } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions, type PeerCertificate } from 'node:tls';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
 import type { AttemptOutcome, RetryReason } from './BalancedRequest.ts';
 import { balancerInternals, type Balancer, type BalancerInternals } from './Balancer.ts';
+import { tlsConnectOptions } from './tls.ts';
 
 type Callback = (error: Error | null, socket: Duplex) => void;
 
@@ -110,10 +111,8 @@ class Connection {
   #tlsOptions(endpoint: Endpoint): ConnectionOptions {
     const { verification, tls } = this.#balancer.tlsFor(this.#origin);
     const o = this.#options;
-    const name = verification.name;
     return {
-      host: endpoint.address,
-      port: endpoint.port,
+      ...tlsConnectOptions(tls, verification),
       // What the caller passed for this request (client-node: the kubeconfig's, read just now) wins.
       ca: o.ca ?? tls.ca,
       cert: o.cert ?? tls.cert,
@@ -121,8 +120,8 @@ class Connection {
       ...(o.pfx !== undefined ? { pfx: o.pfx, passphrase: o.passphrase } : {}),
       // Verification is off only if the kubeconfig (through the caller or the balancer) says so.
       rejectUnauthorized: o.rejectUnauthorized !== false && tls.rejectUnauthorized,
-      ...(verification.sni ? { servername: verification.sni } : {}),
-      checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(name, cert),
+      host: endpoint.address,
+      port: endpoint.port,
       ALPNProtocols: ['http/1.1'],
     } as ConnectionOptions;
   }
