@@ -6,7 +6,7 @@ import { classifyError, type FailureKind } from '../health/classifyError.ts';
 import { pickChannel, retryChannel, type ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
-import { ProxyController } from './ProxyController.ts';
+import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
 import type { RetryBudget } from './RetryBudget.ts';
 import type { Route } from './tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
@@ -69,7 +69,7 @@ const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
  * informer re-watches from the last resourceVersion it saw. client-node's informer stops for good
  * on any error but 410 and timeouts; a clean end is the one outcome every client resumes from.
  */
-export class BalancedRequest implements MovableWatch {
+export class BalancedRequest implements MovableWatch, AbortBetweenAttempts {
   readonly host: RequestHost;
   readonly downstream: Handler;
   readonly proxy: ProxyController;
@@ -82,8 +82,9 @@ export class BalancedRequest implements MovableWatch {
   readonly #idempotent: boolean;
   #replayable = true;
   #attempts = 0;
+  /** Endpoints a retry must avoid; made only when there is a retry to consider. */
   #tried: Set<Endpoint> | undefined;
-  readonly #causes: Array<{ endpoint: string; error: Error }> = [];
+  #causes: Array<{ endpoint: string; error: Error }> | undefined;
   /** Where the next attempt goes, reserved (with its retry budget) when a failure was judged retryable. */
   #next: Reservation | undefined;
   #started = false;
@@ -108,7 +109,7 @@ export class BalancedRequest implements MovableWatch {
     this.#idempotent = method === 'GET' || method === 'HEAD' || method === 'get' || method === 'head';
     this.eviction = (method === 'POST' || method === 'post') && EVICTION.test(opts.path);
     this.#opts = opts;
-    this.proxy = new ProxyController((reason) => this.#fail(reason, false));
+    this.proxy = new ProxyController(this);
     host.budget.requests++;
     host.totals.requests++;
   }
@@ -138,7 +139,6 @@ export class BalancedRequest implements MovableWatch {
 
   #send(endpoint: Endpoint, retry: boolean): void {
     this.#attempts++;
-    (this.#tried ??= new Set()).add(endpoint);
     if (pickChannel.hasSubscribers) {
       pickChannel.publish({ balancer: this.host.owner, request: this.#describe(), endpoint: endpoint.info(), attempt: this.#attempts, longRunning: this.longRunning });
     }
@@ -161,7 +161,10 @@ export class BalancedRequest implements MovableWatch {
     const rejectedBeforeRunning = reason === 'throttled' && !this.eviction;
     if (!nothingSent && !rejectedBeforeRunning && !this.#idempotent) return false;
     if (attempt.started && !this.#replayable) return false;
-    const endpoint = this.host.pick(this.longRunning, this.#probationOk(), this.#tried);
+    // Every attempt before this one went through here too: the set holds each endpoint tried.
+    const tried = (this.#tried ??= new Set());
+    tried.add(attempt.endpoint);
+    const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
     if (!endpoint || !this.host.budget.tryAcquire()) return false;
     this.#next = { endpoint, reason };
     return true;
@@ -196,6 +199,11 @@ export class BalancedRequest implements MovableWatch {
     }
     this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1);
     this.#send(next.endpoint, true);
+  }
+
+  /** The caller aborted while no attempt was running (a retry about to be sent). */
+  abortedBetweenAttempts(reason: Error): void {
+    this.#fail(reason, false);
   }
 
   #describe(): ChannelRequest {
@@ -276,7 +284,7 @@ export class BalancedRequest implements MovableWatch {
     // The connection under a watch broke: end it like a server would, so the caller re-watches.
     if (this.#watching === attempt && kind !== 'aborted' && !this.proxy.aborted) return this.#endAtBoundary();
     if (this.#committed || kind === 'aborted' || kind === 'other' || this.proxy.aborted) return this.#fail(error, false);
-    this.#causes.push({ endpoint: attempt.endpoint.key, error });
+    (this.#causes ??= []).push({ endpoint: attempt.endpoint.key, error });
     if (this.#reserveRetry(attempt, kind)) return this.#retryReserved(attempt);
     const eligible = notSent(kind, attempt.started) || this.#idempotent;
     this.#fail(error, eligible);
@@ -304,8 +312,9 @@ export class BalancedRequest implements MovableWatch {
     if (this.finished) return;
     let reported = error;
     if (exhausted) {
-      const list = this.#causes.map((c) => `${c.endpoint}: ${describeError(c.error)}`).join('; ');
-      reported = new BalancerError('ERR_ALL_ENDPOINTS_FAILED', `every apiserver endpoint tried failed (${list})`, { cause: error, causes: [...this.#causes] });
+      const causes = this.#causes ?? [];
+      const list = causes.map((c) => `${c.endpoint}: ${describeError(c.error)}`).join('; ');
+      reported = new BalancerError('ERR_ALL_ENDPOINTS_FAILED', `every apiserver endpoint tried failed (${list})`, { cause: error, causes: [...causes] });
     }
     this.#finish();
     if (!this.proxy.aborted) this.host.totals.failed++;
