@@ -24,7 +24,7 @@ export interface PickerOptions {
   panicThreshold: number;
 }
 
-export interface EndpointSetChange {
+interface EndpointSetChange {
   added: Endpoint[];
   removed: Endpoint[];
 }

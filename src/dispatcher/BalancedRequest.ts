@@ -27,7 +27,6 @@ export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsiv
 /** What a request needs from the balancer. */
 export interface RequestHost {
   readonly maxAttempts: number;
-  readonly requestTimeout: number;
   readonly maxReplayBytes: number;
   readonly budget: RetryBudget;
   readonly totals: Totals;

@@ -266,9 +266,9 @@ export class Balancer extends undici.Dispatcher {
   /** What each request needs from the balancer: picking, sending, and reporting outcomes. */
   #requestHost(): RequestHost {
     const options = this.#options;
+    const rebalancer = this.#rebalancer;
     return {
       maxAttempts: options.maxAttempts,
-      requestTimeout: options.requestTimeout,
       maxReplayBytes: options.maxBufferedBody,
       budget: this.#budget,
       totals: this.#totals,
@@ -300,10 +300,10 @@ export class Balancer extends undici.Dispatcher {
         if (this.listenerCount('retry') > 0) this.#emit('retry', { from: from.info(), to: to.info(), reason, attempt });
       },
       noEndpoints: () => this.#noEndpoints(),
-      ...(this.#rebalancer
+      ...(rebalancer
         ? {
-            watchOpened: (endpoint, watch) => this.#rebalancer?.opened(endpoint, watch),
-            watchClosed: (endpoint, watch) => this.#rebalancer?.closed(endpoint, watch),
+            watchOpened: (endpoint, watch) => rebalancer.opened(endpoint, watch),
+            watchClosed: (endpoint, watch) => rebalancer.closed(endpoint, watch),
           }
         : {}),
     };
@@ -314,8 +314,6 @@ export class Balancer extends undici.Dispatcher {
     return {
       host: this.#host,
       connectTimeout: this.#options.connectTimeout,
-      undici: this.#undici,
-      origin: this.#options.origin,
       closed: () => this.#closed,
       balances: (origin) => this.#isBalanced(origin),
       tlsFor: (origin) => ({ verification: this.#routeFor(origin, false).verification, tls: this.#options.tls.current }),
@@ -531,9 +529,6 @@ export interface Balancer {
 export interface BalancerInternals {
   readonly host: RequestHost;
   readonly connectTimeout: number;
-  readonly undici: UndiciModule;
-  /** `options.origin`, if set. */
-  readonly origin: URL | undefined;
   /** Whether `close()` or `destroy()` was called: hooks installed for the balancer step aside. */
   closed(): boolean;
   /** Whether requests to `origin` are balanced (else they pass through). */
