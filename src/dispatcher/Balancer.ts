@@ -3,7 +3,7 @@ import * as undici from 'undici';
 import type { Agent } from 'undici';
 import { OUTCOME_ABORTED, OUTCOME_ERROR, type Endpoint, type EndpointInfo } from '../balancer/Endpoint.ts';
 import { EndpointSet } from '../balancer/EndpointSet.ts';
-import { isLongRunning, isWatch } from '../balancer/longRunning.ts';
+import { classify } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
 import { resolveOptions, validateTls, type BalancerOptions, type ResolvedOptions, type ResolvedTls, type TlsOptions, type UndiciModule } from '../options.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
@@ -239,8 +239,9 @@ export class Balancer extends undici.Dispatcher {
     if (this.#closed) return reportError(handler, closedError());
     this.#probeOrigin ??= origin;
     const route = this.#routeFor(origin, legacy);
-    const longRunning = isLongRunning(opts.path, opts.upgrade, opts.query);
-    const watch = longRunning && isWatch(opts.method, opts.path, opts.query);
+    const kind = classify(opts.method, opts.path, opts.upgrade, opts.query);
+    const longRunning = kind !== 'short';
+    const watch = kind === 'watch';
     // The request's one copy of its options, addressed once for every attempt.
     const own: DispatchOptions = { ...opts, headers: withHost(opts.headers, route.host) };
     if (route.verification.sni) own.servername = route.verification.sni;
