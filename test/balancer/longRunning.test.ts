@@ -1,8 +1,8 @@
 import test from 'ava';
-import { classify } from '../../src/balancer/longRunning.ts';
+import { classify, type RequestKind } from '../../src/balancer/longRunning.ts';
 
 test('watches, followed logs and upgrades are long-running; GET watches are watches', (t) => {
-  const cases: Array<[string, string, unknown, Record<string, unknown> | undefined, string]> = [
+  const cases: Array<[string, string, unknown, Record<string, unknown> | undefined, RequestKind]> = [
     ['GET', '/api/v1/pods', undefined, undefined, 'short'],
     ['GET', '/api/v1/pods?limit=500', undefined, undefined, 'short'],
     ['GET', '/api/v1/pods?watch=true&resourceVersion=1', undefined, undefined, 'watch'],
