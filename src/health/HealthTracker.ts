@@ -52,6 +52,11 @@ const PROBES_TO_RETURN = 2;
 /** 429s halve an endpoint's share down to this floor; each success gives back this much. */
 const MIN_WEIGHT_FACTOR = 0.1;
 const WEIGHT_RECOVERY_STEP = 0.05;
+/**
+ * While shares recover, the picker is rebuilt at most this often (and once a share is whole): each
+ * success moves the factor, but a rebuild per success would cost more than the traffic it steers.
+ */
+const RECOVERY_REBUILD_MS = 100;
 /** Without a Retry-After, a throttled endpoint rests this long. */
 const DEFAULT_THROTTLE_MS = 1_000;
 
@@ -72,6 +77,7 @@ export class HealthTracker {
   readonly #random: () => number;
   readonly #health = new Map<Endpoint, Health>();
   readonly #probing = new Set<Endpoint>();
+  #recoveryRebuiltAt = -Infinity;
 
   constructor(settings: HealthSettings, clock: Clock, listener: HealthListener, endpoints: () => readonly Endpoint[], random = Math.random) {
     this.#settings = settings;
@@ -116,7 +122,11 @@ export class HealthTracker {
     }
     if (endpoint.weightFactor < 1) {
       endpoint.weightFactor = Math.min(1, endpoint.weightFactor + WEIGHT_RECOVERY_STEP);
-      this.#listener.changed();
+      const now = this.#clock.now();
+      if (endpoint.weightFactor === 1 || now - this.#recoveryRebuiltAt >= RECOVERY_REBUILD_MS) {
+        this.#recoveryRebuiltAt = now;
+        this.#listener.changed();
+      }
     }
   }
 

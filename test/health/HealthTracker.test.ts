@@ -240,3 +240,23 @@ test('every unreachable verdict, from a request or a probe, ejected before or no
   t.deepEqual(events, ['eject 10.0.0.1 connect 1000']);
   t.deepEqual(silent, ['10.0.0.1', '10.0.0.1']);
 });
+
+test('a recovering share moves with each success; the picker is rebuilt at most every 100 ms, and once it is whole', (t) => {
+  const { clock, endpoints, health, changes } = setup();
+  const e = endpoints[0]!;
+  health.throttled(e, 1000);
+  clock.advance(1000);
+  const before = changes();
+  for (let i = 0; i < 5; i++) health.success(e);
+  t.is(changes() - before, 1);
+  t.true(Math.abs(e.weightFactor - 0.75) < 1e-9);
+  clock.advance(99);
+  health.success(e);
+  t.is(changes() - before, 1);
+  clock.advance(1);
+  health.success(e);
+  t.is(changes() - before, 2);
+  for (let i = 0; i < 3; i++) health.success(e);
+  t.is(e.weightFactor, 1);
+  t.is(changes() - before, 3, 'rebuilt once whole');
+});
