@@ -63,8 +63,13 @@ export class Balancer extends undici.Dispatcher {
   /** Routes by origin, for modern and for legacy (HTTP/1.1-only) handlers. */
   readonly #routes = new Map<string, Route>();
   readonly #legacyRoutes = new Map<string, Route>();
-  /** Parsed request origins: a client talks to a handful, and parsing a URL per request costs. */
-  readonly #origins = new Map<string, URL>();
+  /**
+   * Request origins as callers write them, each parsed and judged once: a client talks to a handful,
+   * and parsing a URL or building its origin string per request costs.
+   */
+  readonly #origins = new Map<string, KnownOrigin>();
+  /** `options.origin` as a string, the only origin balanced when set. */
+  readonly #onlyOrigin: string | undefined;
   readonly #health: HealthTracker;
   readonly #prober: Prober | undefined;
   readonly #budget: RetryBudget;
@@ -119,6 +124,7 @@ export class Balancer extends undici.Dispatcher {
       () => this.#set.list(),
     );
     this.#probeOrigin = this.#options.origin;
+    this.#onlyOrigin = this.#options.origin?.origin;
     if (this.#options.probe !== false) {
       this.#prober = new Prober(
         this.#options.probe,
@@ -180,8 +186,8 @@ export class Balancer extends undici.Dispatcher {
       // Instance methods of undici 8 reject `opts.dispatcher`; undici 7's request() leaks it here.
       const rest = 'dispatcher' in opts ? withoutDispatcher(opts) : opts;
       if (this.#closed) throw closedError();
-      const origin = this.#parseOrigin(rest.origin);
-      if (!this.#isBalanced(origin)) return this.#passthroughDispatch(rest, wrapped, legacy);
+      const origin = this.#knownOrigin(rest.origin);
+      if (!origin.balanced) return this.#passthroughDispatch(rest, wrapped, legacy);
       if (!this.#set.known) {
         this.#waiting.push(() => this.#dispatchBalanced(rest, origin, wrapped, legacy));
         return true;
@@ -231,14 +237,13 @@ export class Balancer extends undici.Dispatcher {
   }
 
   #isBalanced(origin: URL): boolean {
-    const only = this.#options.origin;
-    return only === undefined || only.origin === origin.origin;
+    return this.#onlyOrigin === undefined || this.#onlyOrigin === origin.origin;
   }
 
-  #dispatchBalanced(opts: DispatchOptions, origin: URL, handler: DispatchHandler, legacy: boolean): void {
+  #dispatchBalanced(opts: DispatchOptions, origin: KnownOrigin, handler: DispatchHandler, legacy: boolean): void {
     if (this.#closed) return reportError(handler, closedError());
-    this.#probeOrigin ??= origin;
-    const route = this.#routeFor(origin, legacy);
+    this.#probeOrigin ??= origin.url;
+    const route = legacy ? (origin.legacyRoute ??= this.#routeFor(origin.url, true)) : (origin.route ??= this.#routeFor(origin.url, false));
     const kind = classify(opts.method, opts.path, opts.upgrade, opts.query);
     const longRunning = kind !== 'short';
     const watch = kind === 'watch';
@@ -327,6 +332,7 @@ export class Balancer extends undici.Dispatcher {
         // The verification name may have changed with the settings; pools notice the new generation.
         this.#routes.clear();
         this.#legacyRoutes.clear();
+        this.#origins.clear();
         return true;
       },
     };
@@ -419,18 +425,19 @@ export class Balancer extends undici.Dispatcher {
     }
   }
 
-  #parseOrigin(origin: DispatchOptions['origin']): URL {
+  #knownOrigin(origin: DispatchOptions['origin']): KnownOrigin {
     if (origin === undefined || origin === null || origin === '') {
       throw new BalancerError('ERR_INVALID_OPTION', 'the request has no origin: call the balancer with an absolute URL');
     }
-    if (typeof origin !== 'string') return origin;
-    let url = this.#origins.get(origin);
-    if (!url) {
-      url = new URL(origin);
+    const key = typeof origin === 'string' ? origin : origin.origin;
+    let known = this.#origins.get(key);
+    if (!known) {
+      const url = typeof origin === 'string' ? new URL(origin) : origin;
+      known = { url, balanced: this.#isBalanced(url), route: undefined, legacyRoute: undefined };
       if (this.#origins.size >= 256) this.#origins.clear();
-      this.#origins.set(origin, url);
+      this.#origins.set(key, known);
     }
-    return url;
+    return known;
   }
 
   #passthroughDispatch(opts: DispatchOptions, handler: DispatchHandler, legacy: boolean): boolean {
@@ -571,6 +578,14 @@ function isShutdownResponse(headers: Record<string, string | string[] | undefine
 function isTimeout(error: Error): boolean {
   const code = (error as { code?: unknown }).code;
   return code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT';
+}
+
+/** A request origin seen before, with its routes once a balanced request needed them. */
+interface KnownOrigin {
+  readonly url: URL;
+  readonly balanced: boolean;
+  route: Route | undefined;
+  legacyRoute: Route | undefined;
 }
 
 const PICK_SHORT = { longRunning: false } as const;
