@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { BalancerError } from '../errors.ts';
 import { classifyError, type FailureKind } from '../health/classifyError.ts';
-import { pickChannel, retryChannel, type ChannelRequest } from '../observability/channels.ts';
+import type { ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
@@ -24,21 +24,25 @@ export type AttemptOutcome =
 
 export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | '5xx';
 
-/** What a request needs from the balancer. */
+/** A request or connection as diagnostics_channel messages name it; asked only when someone listens. */
+export interface DescribedRequest {
+  describe(): ChannelRequest;
+}
+
+/** What a request (or an https.Agent connection) needs from the balancer. */
 export interface RequestHost {
   readonly maxAttempts: number;
   readonly maxReplayBytes: number;
   readonly budget: RetryBudget;
   readonly totals: Totals;
-  /** Named as `balancer` in diagnostics_channel messages. */
-  readonly owner: object;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
   send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
-  attemptStarted(endpoint: Endpoint, longRunning: boolean): void;
+  /** The `attempt`-th attempt of `request` goes to `endpoint`. */
+  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): void;
   attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void;
-  retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number): void;
+  retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number, request: DescribedRequest): void;
   noEndpoints(): BalancerError;
   /** A watch's response reached the caller; until `watchClosed` it may be moved (watch rebalancing). */
   watchOpened?(endpoint: Endpoint, watch: MovableWatch): void;
@@ -68,7 +72,7 @@ const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
  * informer re-watches from the last resourceVersion it saw. client-node's informer stops for good
  * on any error but 410 and timeouts; a clean end is the one outcome every client resumes from.
  */
-export class BalancedRequest implements MovableWatch, AbortBetweenAttempts {
+export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest {
   readonly host: RequestHost;
   readonly downstream: Handler;
   readonly proxy: ProxyController;
@@ -138,11 +142,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts {
 
   #send(endpoint: Endpoint, retry: boolean): void {
     this.#attempts++;
-    if (pickChannel.hasSubscribers) {
-      pickChannel.publish({ balancer: this.host.owner, request: this.#describe(), endpoint: endpoint.info(), attempt: this.#attempts, longRunning: this.longRunning });
-    }
     const attempt = new Attempt(this, endpoint, retry);
-    this.host.attemptStarted(endpoint, this.longRunning);
+    this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);
     } catch (error) {
@@ -186,17 +187,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts {
       next.endpoint = endpoint;
     }
     this.proxy.detach();
-    if (retryChannel.hasSubscribers) {
-      retryChannel.publish({
-        balancer: this.host.owner,
-        request: this.#describe(),
-        from: from.endpoint.info(),
-        to: next.endpoint.info(),
-        reason: next.reason,
-        attempt: this.#attempts + 1,
-      });
-    }
-    this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1);
+    this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1, this);
     this.#send(next.endpoint, true);
   }
 
@@ -205,7 +196,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts {
     this.#fail(reason, false);
   }
 
-  #describe(): ChannelRequest {
+  describe(): ChannelRequest {
     const origin = this.#opts.origin;
     return { method: this.#opts.method, path: this.#opts.path, origin: typeof origin === 'string' ? origin : String(origin?.origin) };
   }

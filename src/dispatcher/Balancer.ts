@@ -12,7 +12,7 @@ import { LagMonitor } from '../health/LagMonitor.ts';
 import { HealthTracker, type EjectReason, type ProbeResult } from '../health/HealthTracker.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { retryAfterMs } from '../health/retryAfter.ts';
-import { ejectChannel } from '../observability/channels.ts';
+import { ejectChannel, pickChannel, retryChannel } from '../observability/channels.ts';
 import { attachLogger } from '../observability/logger.ts';
 import { Totals, describeTarget, type BalancerStats } from '../observability/stats.ts';
 import { BalancedRequest, type AttemptOutcome, type RequestHost, type RetryReason } from './BalancedRequest.ts';
@@ -278,7 +278,6 @@ export class Balancer extends undici.Dispatcher {
       maxReplayBytes: options.maxBufferedBody,
       budget: this.#budget,
       totals: this.#totals,
-      owner: this,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;
         if (probationOk) {
@@ -290,7 +289,10 @@ export class Balancer extends undici.Dispatcher {
         return this.#set.pick(longRunning ? PICK_LONG_RUNNING : PICK_SHORT);
       },
       send: (endpoint, route, opts, handler) => this.#pools.get(endpoint, route).dispatch(opts, handler),
-      attemptStarted: (endpoint, longRunning) => {
+      attemptStarted: (endpoint, longRunning, request, attempt) => {
+        if (pickChannel.hasSubscribers) {
+          pickChannel.publish({ balancer: this, request: request.describe(), endpoint: endpoint.info(), attempt, longRunning });
+        }
         endpoint.inFlight++;
         endpoint.requests++;
         if (longRunning) endpoint.streams++;
@@ -301,7 +303,10 @@ export class Balancer extends undici.Dispatcher {
         endpoint.outcomes[outcomeIndex(outcome)]!++;
         this.#judge(endpoint, outcome);
       },
-      retrying: (from, to, reason, attempt) => {
+      retrying: (from, to, reason, attempt, request) => {
+        if (retryChannel.hasSubscribers) {
+          retryChannel.publish({ balancer: this, request: request.describe(), from: from.info(), to: to.info(), reason, attempt });
+        }
         this.#totals.retries[reason]++;
         if (this.listenerCount('retry') > 0) this.#emit('retry', { from: from.info(), to: to.info(), reason, attempt });
       },

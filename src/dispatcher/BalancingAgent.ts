@@ -4,7 +4,8 @@ import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
-import type { AttemptOutcome, RetryReason } from './BalancedRequest.ts';
+import type { ChannelRequest } from '../observability/channels.ts';
+import type { AttemptOutcome, DescribedRequest, RetryReason } from './BalancedRequest.ts';
 import { balancerInternals, type Balancer, type BalancerInternals } from './Balancer.ts';
 import { tlsConnectOptions } from './tls.ts';
 
@@ -39,7 +40,7 @@ export class BalancingAgent extends https.Agent {
 }
 
 /** One connection across its attempts, each on another endpoint. */
-class Connection {
+class Connection implements DescribedRequest {
   readonly #balancer: BalancerInternals;
   readonly #origin: URL;
   readonly #options: RequestOptions;
@@ -66,9 +67,9 @@ class Connection {
     const retry = previous !== undefined;
     const endpoint = host.pick(this.#longRunning, false, this.#tried.size > 0 ? this.#tried : undefined);
     if (!endpoint || (retry && !host.budget.tryAcquire())) return this.#fail(failure?.error ?? host.noEndpoints());
-    if (previous && failure) host.retrying(previous, endpoint, failure.reason, this.#tried.size + 1);
+    if (previous && failure) host.retrying(previous, endpoint, failure.reason, this.#tried.size + 1, this);
     this.#tried.add(endpoint);
-    host.attemptStarted(endpoint, this.#longRunning);
+    host.attemptStarted(endpoint, this.#longRunning, this, this.#tried.size);
     const socket = tlsConnect(this.#tlsOptions(endpoint));
     let connected = false;
     let settled = false;
@@ -124,6 +125,11 @@ class Connection {
       port: endpoint.port,
       ALPNProtocols: ['http/1.1'],
     } as ConnectionOptions;
+  }
+
+  /** Node hands a connection no request path (it sets `path` to null): the message's is empty. */
+  describe(): ChannelRequest {
+    return { method: this.#options.method ?? 'GET', path: this.#options.path ?? '', origin: this.#origin.origin };
   }
 
   #fail(error: Error): void {
