@@ -8,7 +8,7 @@ import type { Endpoint } from './Endpoint.ts';
 export const OVERPROVISIONING = 1.4;
 
 /** Slow start begins at this fraction of the endpoint's weight (Envoy's `min_weight_percent`). */
-export const SLOW_START_FLOOR = 0.1;
+const SLOW_START_FLOOR = 0.1;
 
 /**
  * Health lowers an endpoint's weight with `weightFactor` in (0, 1]; a smaller factor would make its

@@ -53,8 +53,8 @@ export class Endpoint {
   readonly key: string;
   readonly address: string;
   readonly port: number;
-  weight: number;
-  priority: number;
+  weight = 1;
+  priority = 0;
   state: EndpointState = 'ready';
   /**
    * Clock time (ms) it last became ready, by joining or by coming back; slow start ramps from here.
@@ -86,11 +86,16 @@ export class Endpoint {
   source: string | undefined;
   ttl: number | undefined;
 
-  constructor(address: EndpointAddress, now: number) {
+  constructor(address: EndpointAddress, now: number, key = endpointKey(address)) {
     this.readySince = now;
-    this.key = endpointKey(address);
+    this.key = key;
     this.address = address.address;
     this.port = address.port;
+    this.relisted(address);
+  }
+
+  /** What the resolver says of it now (a new listing of the same address and port). */
+  relisted(address: EndpointAddress): void {
     this.weight = address.weight ?? 1;
     this.priority = address.priority ?? 0;
     this.source = address.source;

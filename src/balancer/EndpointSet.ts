@@ -24,7 +24,7 @@ export interface PickerOptions {
   panicThreshold: number;
 }
 
-export interface EndpointSetChange {
+interface EndpointSetChange {
   added: Endpoint[];
   removed: Endpoint[];
 }
@@ -46,7 +46,6 @@ export class EndpointSet {
   /** The last schedule, carried into the next so that a rebuild continues the order. */
   #schedule: Schedule | undefined;
   #known = false;
-  #panic = false;
   /**
    * Set once the set has held an endpoint other than the last resort: from then on, new endpoints
    * slow-start. (Requests that went to the configured server while discovery was under way give
@@ -66,7 +65,7 @@ export class EndpointSet {
 
   /** True while too few endpoints are ready and every endpoint that is not removed is picked from. */
   get panic(): boolean {
-    return this.#panic;
+    return this.#candidates?.panic ?? false;
   }
 
   get size(): number {
@@ -109,12 +108,9 @@ export class EndpointSet {
     for (const [key, address] of next) {
       const existing = this.#endpoints.get(key);
       if (existing) {
-        existing.weight = address.weight ?? 1;
-        existing.priority = address.priority ?? 0;
-        existing.source = address.source;
-        existing.ttl = address.ttl;
+        existing.relisted(address);
       } else {
-        const endpoint = new Endpoint(address, this.#clock.now());
+        const endpoint = new Endpoint(address, this.#clock.now(), key);
         // The first endpoints have no traffic to be shielded from: a cold client starts at full weight.
         if (!this.#warm) endpoint.readySince = -Infinity;
         this.#endpoints.set(key, endpoint);
@@ -129,7 +125,6 @@ export class EndpointSet {
   /** Rebuilds the picker; call after any change of state, weight, `weightFactor` or `readySince`. */
   rebuild(): void {
     const candidates = Candidates.select(this.#endpoints.values(), this.#options, this.#clock);
-    this.#panic = candidates.panic;
     this.#candidates = candidates;
     if (candidates.endpoints.length === 0) {
       this.#picker = none;

@@ -1,28 +1,27 @@
 /**
  * Long-running requests hold a stream open for minutes: watches (`watch=true` or a `/watch/` path),
  * followed logs (`follow=true`) and upgrades (exec, attach, port-forward). They are balanced by open
- * streams rather than by request count, and get no body timeout.
+ * streams rather than by request count, and get no body timeout. Of them, watches that are GETs can
+ * be ended at an event boundary.
  */
-export function isLongRunning(path: string, upgrade: unknown, query?: Record<string, unknown> | null): boolean {
-  if (upgrade !== undefined && upgrade !== null && upgrade !== false) return true;
-  if (query && (isTrue(query.watch) || isTrue(query.follow))) return true;
+export type RequestKind = 'short' | 'long-running' | 'watch';
+
+/** Runs for every request: the path is scanned in place, and its query parsed only if it names `watch` or `follow`. */
+export function classify(method: string, path: string, upgrade: unknown, query?: Record<string, unknown> | null): RequestKind {
+  let watch = query ? isTrue(query.watch) : false;
+  let follow = query ? isTrue(query.follow) : false;
   const q = path.indexOf('?');
-  const pathname = q === -1 ? path : path.slice(0, q);
-  if (pathname.includes('/watch/')) return true;
-  if (q === -1 || (!path.includes('watch', q) && !path.includes('follow', q))) return false;
-  const params = new URLSearchParams(path.slice(q + 1));
-  return isTrue(params.get('watch')) || isTrue(params.get('follow'));
+  // `/watch/` in the path proper: an occurrence that ends before the query.
+  if (!watch && path.lastIndexOf('/watch/', (q === -1 ? path.length : q) - 7) !== -1) watch = true;
+  if (!watch && q !== -1 && (path.includes('watch', q) || path.includes('follow', q))) {
+    const params = new URLSearchParams(path.slice(q + 1));
+    watch = isTrue(params.get('watch'));
+    follow ||= isTrue(params.get('follow'));
+  }
+  if (watch) return method === 'GET' || method === 'get' ? 'watch' : 'long-running';
+  return follow || (upgrade !== undefined && upgrade !== null && upgrade !== false) ? 'long-running' : 'short';
 }
 
 function isTrue(value: unknown): boolean {
   return value === true || value === 'true' || value === '1' || value === 1;
-}
-
-/** Of the long-running requests, the watches: `watch=true` or a `/watch/` path (a GET). */
-export function isWatch(method: string, path: string, query?: Record<string, unknown> | null): boolean {
-  if (method !== 'GET' && method !== 'get') return false;
-  if (query && isTrue(query.watch)) return true;
-  const q = path.indexOf('?');
-  if ((q === -1 ? path : path.slice(0, q)).includes('/watch/')) return true;
-  return q !== -1 && path.includes('watch', q) && isTrue(new URLSearchParams(path.slice(q + 1)).get('watch'));
 }

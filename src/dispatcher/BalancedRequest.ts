@@ -3,10 +3,10 @@ import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { BalancerError } from '../errors.ts';
 import { classifyError, type FailureKind } from '../health/classifyError.ts';
-import { pickChannel, retryChannel, type ChannelRequest } from '../observability/channels.ts';
+import type { ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
-import { ProxyController } from './ProxyController.ts';
+import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
 import type { RetryBudget } from './RetryBudget.ts';
 import type { Route } from './tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
@@ -24,22 +24,25 @@ export type AttemptOutcome =
 
 export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | '5xx';
 
-/** What a request needs from the balancer. */
+/** A request or connection as diagnostics_channel messages name it; asked only when someone listens. */
+export interface DescribedRequest {
+  describe(): ChannelRequest;
+}
+
+/** What a request (or an https.Agent connection) needs from the balancer. */
 export interface RequestHost {
   readonly maxAttempts: number;
-  readonly requestTimeout: number;
   readonly maxReplayBytes: number;
   readonly budget: RetryBudget;
   readonly totals: Totals;
-  /** Named as `balancer` in diagnostics_channel messages. */
-  readonly owner: object;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
   send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
-  attemptStarted(endpoint: Endpoint, longRunning: boolean): void;
+  /** The `attempt`-th attempt of `request` goes to `endpoint`. */
+  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): void;
   attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void;
-  retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number): void;
+  retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number, request: DescribedRequest): void;
   noEndpoints(): BalancerError;
   /** A watch's response reached the caller; until `watchClosed` it may be moved (watch rebalancing). */
   watchOpened?(endpoint: Endpoint, watch: MovableWatch): void;
@@ -69,7 +72,7 @@ const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
  * informer re-watches from the last resourceVersion it saw. client-node's informer stops for good
  * on any error but 410 and timeouts; a clean end is the one outcome every client resumes from.
  */
-export class BalancedRequest implements MovableWatch {
+export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest {
   readonly host: RequestHost;
   readonly downstream: Handler;
   readonly proxy: ProxyController;
@@ -82,8 +85,9 @@ export class BalancedRequest implements MovableWatch {
   readonly #idempotent: boolean;
   #replayable = true;
   #attempts = 0;
+  /** Endpoints a retry must avoid; made only when there is a retry to consider. */
   #tried: Set<Endpoint> | undefined;
-  readonly #causes: Array<{ endpoint: string; error: Error }> = [];
+  #causes: Array<{ endpoint: string; error: Error }> | undefined;
   /** Where the next attempt goes, reserved (with its retry budget) when a failure was judged retryable. */
   #next: Reservation | undefined;
   #started = false;
@@ -108,7 +112,7 @@ export class BalancedRequest implements MovableWatch {
     this.#idempotent = method === 'GET' || method === 'HEAD' || method === 'get' || method === 'head';
     this.eviction = (method === 'POST' || method === 'post') && EVICTION.test(opts.path);
     this.#opts = opts;
-    this.proxy = new ProxyController((reason) => this.#fail(reason, false));
+    this.proxy = new ProxyController(this);
     host.budget.requests++;
     host.totals.requests++;
   }
@@ -138,12 +142,8 @@ export class BalancedRequest implements MovableWatch {
 
   #send(endpoint: Endpoint, retry: boolean): void {
     this.#attempts++;
-    (this.#tried ??= new Set()).add(endpoint);
-    if (pickChannel.hasSubscribers) {
-      pickChannel.publish({ balancer: this.host.owner, request: this.#describe(), endpoint: endpoint.info(), attempt: this.#attempts, longRunning: this.longRunning });
-    }
     const attempt = new Attempt(this, endpoint, retry);
-    this.host.attemptStarted(endpoint, this.longRunning);
+    this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);
     } catch (error) {
@@ -161,7 +161,10 @@ export class BalancedRequest implements MovableWatch {
     const rejectedBeforeRunning = reason === 'throttled' && !this.eviction;
     if (!nothingSent && !rejectedBeforeRunning && !this.#idempotent) return false;
     if (attempt.started && !this.#replayable) return false;
-    const endpoint = this.host.pick(this.longRunning, this.#probationOk(), this.#tried);
+    // Every attempt before this one went through here too: the set holds each endpoint tried.
+    const tried = (this.#tried ??= new Set());
+    tried.add(attempt.endpoint);
+    const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
     if (!endpoint || !this.host.budget.tryAcquire()) return false;
     this.#next = { endpoint, reason };
     return true;
@@ -174,22 +177,26 @@ export class BalancedRequest implements MovableWatch {
       this.host.budget.release();
       return this.#fail(this.proxy.reason ?? new Error('aborted'), false);
     }
-    this.proxy.detach();
-    if (retryChannel.hasSubscribers) {
-      retryChannel.publish({
-        balancer: this.host.owner,
-        request: this.#describe(),
-        from: from.endpoint.info(),
-        to: next.endpoint.info(),
-        reason: next.reason,
-        attempt: this.#attempts + 1,
-      });
+    // A held-back response is read to its end first: meanwhile the resolver may have dropped the endpoint.
+    if (next.endpoint.removed) {
+      const endpoint = this.host.pick(this.longRunning, this.#probationOk(), this.#tried);
+      if (!endpoint) {
+        this.host.budget.release();
+        return this.#fail(this.host.noEndpoints(), false);
+      }
+      next.endpoint = endpoint;
     }
-    this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1);
+    this.proxy.detach();
+    this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1, this);
     this.#send(next.endpoint, true);
   }
 
-  #describe(): ChannelRequest {
+  /** The caller aborted while no attempt was running (a retry about to be sent). */
+  abortedBetweenAttempts(reason: Error): void {
+    this.#fail(reason, false);
+  }
+
+  describe(): ChannelRequest {
     const origin = this.#opts.origin;
     return { method: this.#opts.method, path: this.#opts.path, origin: typeof origin === 'string' ? origin : String(origin?.origin) };
   }
@@ -267,7 +274,7 @@ export class BalancedRequest implements MovableWatch {
     // The connection under a watch broke: end it like a server would, so the caller re-watches.
     if (this.#watching === attempt && kind !== 'aborted' && !this.proxy.aborted) return this.#endAtBoundary();
     if (this.#committed || kind === 'aborted' || kind === 'other' || this.proxy.aborted) return this.#fail(error, false);
-    this.#causes.push({ endpoint: attempt.endpoint.key, error });
+    (this.#causes ??= []).push({ endpoint: attempt.endpoint.key, error });
     if (this.#reserveRetry(attempt, kind)) return this.#retryReserved(attempt);
     const eligible = notSent(kind, attempt.started) || this.#idempotent;
     this.#fail(error, eligible);
@@ -295,8 +302,9 @@ export class BalancedRequest implements MovableWatch {
     if (this.finished) return;
     let reported = error;
     if (exhausted) {
-      const list = this.#causes.map((c) => `${c.endpoint}: ${describeError(c.error)}`).join('; ');
-      reported = new BalancerError('ERR_ALL_ENDPOINTS_FAILED', `every apiserver endpoint tried failed (${list})`, { cause: error, causes: [...this.#causes] });
+      const causes = this.#causes ?? [];
+      const list = causes.map((c) => `${c.endpoint}: ${describeError(c.error)}`).join('; ');
+      reported = new BalancerError('ERR_ALL_ENDPOINTS_FAILED', `every apiserver endpoint tried failed (${list})`, { cause: error, causes: [...causes] });
     }
     this.#finish();
     if (!this.proxy.aborted) this.host.totals.failed++;
@@ -378,11 +386,9 @@ class Attempt implements Handler {
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
-    if (this.#heldBack) {
-      // Kept only to tell a shutting-down apiserver's 429 from a throttling one.
-      if (this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
-      return;
-    }
+    // Kept to tell a shutting-down apiserver's 429 from a throttling one, whether or not it is retried.
+    if (this.#statusCode === 429 && this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
+    if (this.#heldBack) return;
     if (!this.#request.finished) this.#request.forward(chunk);
   }
 

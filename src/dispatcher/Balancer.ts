@@ -3,16 +3,16 @@ import * as undici from 'undici';
 import type { Agent } from 'undici';
 import { OUTCOME_ABORTED, OUTCOME_ERROR, type Endpoint, type EndpointInfo } from '../balancer/Endpoint.ts';
 import { EndpointSet } from '../balancer/EndpointSet.ts';
-import { isLongRunning, isWatch } from '../balancer/longRunning.ts';
+import { classify } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
 import { resolveOptions, validateTls, type BalancerOptions, type ResolvedOptions, type ResolvedTls, type TlsOptions, type UndiciModule } from '../options.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
-import { classifyError } from '../health/classifyError.ts';
+import { classifyError, type FailureKind } from '../health/classifyError.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
 import { HealthTracker, type EjectReason, type ProbeResult } from '../health/HealthTracker.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { retryAfterMs } from '../health/retryAfter.ts';
-import { ejectChannel } from '../observability/channels.ts';
+import { ejectChannel, pickChannel, retryChannel } from '../observability/channels.ts';
 import { attachLogger } from '../observability/logger.ts';
 import { Totals, describeTarget, type BalancerStats } from '../observability/stats.ts';
 import { BalancedRequest, type AttemptOutcome, type RequestHost, type RetryReason } from './BalancedRequest.ts';
@@ -63,8 +63,13 @@ export class Balancer extends undici.Dispatcher {
   /** Routes by origin, for modern and for legacy (HTTP/1.1-only) handlers. */
   readonly #routes = new Map<string, Route>();
   readonly #legacyRoutes = new Map<string, Route>();
-  /** Parsed request origins: a client talks to a handful, and parsing a URL per request costs. */
-  readonly #origins = new Map<string, URL>();
+  /**
+   * Request origins as callers write them, each parsed and judged once: a client talks to a handful,
+   * and parsing a URL or building its origin string per request costs.
+   */
+  readonly #origins = new Map<string, KnownOrigin>();
+  /** `options.origin` as a string, the only origin balanced when set. */
+  readonly #onlyOrigin: string | undefined;
   readonly #health: HealthTracker;
   readonly #prober: Prober | undefined;
   readonly #budget: RetryBudget;
@@ -101,10 +106,6 @@ export class Balancer extends undici.Dispatcher {
       {
         changed: () => this.#set.rebuild(),
         eject: (endpoint, reason, ms) => {
-          // The endpoint stopped answering on open connections (a black hole). Requests waiting
-          // there, on the silent connection or queued for a new one, would only time out: fail
-          // them now, so those that may go elsewhere do.
-          if (reason === 'unreachable') void this.#pools.reset(endpoint);
           endpoint.ejections++;
           endpoint.lastEjection = { reason, at: Date.now(), durationMs: ms };
           this.#totals.ejections[reason]++;
@@ -116,20 +117,20 @@ export class Balancer extends undici.Dispatcher {
           this.#emit('restore', endpoint.info(), via);
           this.#rebalancer?.nudge();
         },
+        // A black hole: requests waiting there, on the silent connection or queued for a new one,
+        // would only time out. Fail them now, so those that may go elsewhere do.
+        unreachable: (endpoint) => void this.#pools.reset(endpoint),
       },
       () => this.#set.list(),
     );
     this.#probeOrigin = this.#options.origin;
+    this.#onlyOrigin = this.#options.origin?.origin;
     if (this.#options.probe !== false) {
       this.#prober = new Prober(
         this.#options.probe,
         clock,
         (endpoint, settings) => this.#sendProbe(endpoint, settings),
-        (endpoint, result) => {
-          // No answer at all, perhaps after an earlier ejection for another reason: same as above.
-          if (result === 'unreachable') void this.#pools.reset(endpoint);
-          this.#health.probeResult(endpoint, result);
-        },
+        (endpoint, result) => this.#health.probeResult(endpoint, result),
       );
     }
     const rebalance = this.#options.rebalanceWatches;
@@ -185,8 +186,8 @@ export class Balancer extends undici.Dispatcher {
       // Instance methods of undici 8 reject `opts.dispatcher`; undici 7's request() leaks it here.
       const rest = 'dispatcher' in opts ? withoutDispatcher(opts) : opts;
       if (this.#closed) throw closedError();
-      const origin = this.#parseOrigin(rest.origin);
-      if (!this.#isBalanced(origin)) return this.#passthroughDispatch(rest, wrapped, legacy);
+      const origin = this.#knownOrigin(rest.origin);
+      if (!origin.balanced) return this.#passthroughDispatch(rest, wrapped, legacy);
       if (!this.#set.known) {
         this.#waiting.push(() => this.#dispatchBalanced(rest, origin, wrapped, legacy));
         return true;
@@ -225,12 +226,7 @@ export class Balancer extends undici.Dispatcher {
       this.#prober?.close();
       this.#health.close();
       this.#lag.close();
-      const error = closedError();
-      for (const waiter of this.#readyWaiters) waiter.reject(error);
-      this.#readyWaiters = [];
-      const waiting = this.#waiting;
-      this.#waiting = [];
-      for (const run of waiting) run(); // each fails with ERR_BALANCER_CLOSED
+      this.#releaseWaiters(closedError()); // each waiting request fails with ERR_BALANCER_CLOSED
     }
     await Promise.all([this.#resolver.close?.(), pools(), passthrough()]);
   }
@@ -241,16 +237,16 @@ export class Balancer extends undici.Dispatcher {
   }
 
   #isBalanced(origin: URL): boolean {
-    const only = this.#options.origin;
-    return only === undefined || only.origin === origin.origin;
+    return this.#onlyOrigin === undefined || this.#onlyOrigin === origin.origin;
   }
 
-  #dispatchBalanced(opts: DispatchOptions, origin: URL, handler: DispatchHandler, legacy: boolean): void {
+  #dispatchBalanced(opts: DispatchOptions, origin: KnownOrigin, handler: DispatchHandler, legacy: boolean): void {
     if (this.#closed) return reportError(handler, closedError());
-    this.#probeOrigin ??= origin;
-    const route = this.#routeFor(origin, legacy);
-    const longRunning = isLongRunning(opts.path, opts.upgrade, opts.query);
-    const watch = longRunning && isWatch(opts.method, opts.path, opts.query);
+    this.#probeOrigin ??= origin.url;
+    const route = legacy ? (origin.legacyRoute ??= this.#routeFor(origin.url, true)) : (origin.route ??= this.#routeFor(origin.url, false));
+    const kind = classify(opts.method, opts.path, opts.upgrade, opts.query);
+    const longRunning = kind !== 'short';
+    const watch = kind === 'watch';
     // The request's one copy of its options, addressed once for every attempt.
     const own: DispatchOptions = { ...opts, headers: withHost(opts.headers, route.host) };
     if (route.verification.sni) own.servername = route.verification.sni;
@@ -276,13 +272,12 @@ export class Balancer extends undici.Dispatcher {
   /** What each request needs from the balancer: picking, sending, and reporting outcomes. */
   #requestHost(): RequestHost {
     const options = this.#options;
+    const rebalancer = this.#rebalancer;
     return {
       maxAttempts: options.maxAttempts,
-      requestTimeout: options.requestTimeout,
       maxReplayBytes: options.maxBufferedBody,
       budget: this.#budget,
       totals: this.#totals,
-      owner: this,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;
         if (probationOk) {
@@ -294,7 +289,10 @@ export class Balancer extends undici.Dispatcher {
         return this.#set.pick(longRunning ? PICK_LONG_RUNNING : PICK_SHORT);
       },
       send: (endpoint, route, opts, handler) => this.#pools.get(endpoint, route).dispatch(opts, handler),
-      attemptStarted: (endpoint, longRunning) => {
+      attemptStarted: (endpoint, longRunning, request, attempt) => {
+        if (pickChannel.hasSubscribers) {
+          pickChannel.publish({ balancer: this, request: request.describe(), endpoint: endpoint.info(), attempt, longRunning });
+        }
         endpoint.inFlight++;
         endpoint.requests++;
         if (longRunning) endpoint.streams++;
@@ -305,15 +303,18 @@ export class Balancer extends undici.Dispatcher {
         endpoint.outcomes[outcomeIndex(outcome)]!++;
         this.#judge(endpoint, outcome);
       },
-      retrying: (from, to, reason, attempt) => {
+      retrying: (from, to, reason, attempt, request) => {
+        if (retryChannel.hasSubscribers) {
+          retryChannel.publish({ balancer: this, request: request.describe(), from: from.info(), to: to.info(), reason, attempt });
+        }
         this.#totals.retries[reason]++;
         if (this.listenerCount('retry') > 0) this.#emit('retry', { from: from.info(), to: to.info(), reason, attempt });
       },
       noEndpoints: () => this.#noEndpoints(),
-      ...(this.#rebalancer
+      ...(rebalancer
         ? {
-            watchOpened: (endpoint, watch) => this.#rebalancer?.opened(endpoint, watch),
-            watchClosed: (endpoint, watch) => this.#rebalancer?.closed(endpoint, watch),
+            watchOpened: (endpoint, watch) => rebalancer.opened(endpoint, watch),
+            watchClosed: (endpoint, watch) => rebalancer.closed(endpoint, watch),
           }
         : {}),
     };
@@ -324,19 +325,20 @@ export class Balancer extends undici.Dispatcher {
     return {
       host: this.#host,
       connectTimeout: this.#options.connectTimeout,
-      undici: this.#undici,
-      origin: this.#options.origin,
       closed: () => this.#closed,
       balances: (origin) => this.#isBalanced(origin),
       tlsFor: (origin) => ({ verification: this.#routeFor(origin, false).verification, tls: this.#options.tls.current }),
       replaceTls: (tls) => {
-        const changed = this.#options.tls.replace(validateTls(tls), this.#options.clock.now());
+        const state = this.#options.tls;
+        const now = this.#options.clock.now();
+        // Compared before validated: the hooks hand over the same material with every request.
+        if (state.holds(tls, now)) return false;
+        state.replace(validateTls(tls), now);
         // The verification name may have changed with the settings; pools notice the new generation.
-        if (changed) {
-          this.#routes.clear();
-          this.#legacyRoutes.clear();
-        }
-        return changed;
+        this.#routes.clear();
+        this.#legacyRoutes.clear();
+        this.#origins.clear();
+        return true;
       },
     };
   }
@@ -351,14 +353,11 @@ export class Balancer extends undici.Dispatcher {
       // A refused stream (graceful GOAWAY) and errors that are not the endpoint's say nothing of its health.
       if (outcome.kind === 'other' || outcome.kind === 'refused') return this.#health.releaseProbation(endpoint);
       endpoint.failures++;
-      const connectTimeout = outcome.kind === 'connect' && isTimeout(outcome.error);
-      // A connection that could not be set up in time, during our own stall, proves nothing.
-      if (connectTimeout && !this.#conclusiveTimeout(endpoint, this.#options.connectTimeout, this.#options.connectTimeout)) {
-        return this.#health.releaseProbation(endpoint);
-      }
+      const silentConnect = this.#silentConnect(endpoint, outcome.kind, outcome.error);
+      if (silentConnect === false) return this.#health.releaseProbation(endpoint);
       // Silent: a PING went unanswered, or TCP was accepted but TLS never answered (a black hole).
       // Ejecting it as unreachable also frees the requests stuck on its open connections.
-      const silent = connectTimeout || (outcome.kind === 'unresponsive' && this.#conclusiveTimeout(endpoint, 2 * this.#options.pingInterval, this.#options.pingInterval));
+      const silent = silentConnect === true || (outcome.kind === 'unresponsive' && this.#conclusiveTimeout(endpoint, 2 * this.#options.pingInterval, this.#options.pingInterval));
       if (outcome.kind === 'connect' || outcome.kind === 'tls' || silent) {
         this.#health.connectFailure(endpoint, silent ? 'unreachable' : (outcome.kind as 'connect' | 'tls'));
         // The endpoint may be gone for good: let the resolver look again (it rate-limits itself).
@@ -410,6 +409,7 @@ export class Balancer extends undici.Dispatcher {
         ...(verification.sni ? { servername: verification.sni } : {}),
       });
       await res.body.dump();
+      endpoint.lastAnswerAt = clock.now();
       if (res.statusCode === 401 || res.statusCode === 403) {
         // The apiserver answers but will not say whether it is ready: count that as alive.
         if (!this.#warnedProbeAuth) {
@@ -418,32 +418,31 @@ export class Balancer extends undici.Dispatcher {
         }
         return 'pass';
       }
-      endpoint.lastAnswerAt = clock.now();
       return res.statusCode >= 200 && res.statusCode < 400 ? 'pass' : 'fail';
     } catch (error) {
       const kind = classifyError(error);
       if ((kind === 'timeout' || kind === 'unresponsive') && !this.#conclusiveTimeout(endpoint, settings.timeoutMs, settings.timeoutMs)) return undefined;
-      if (kind === 'connect' && isTimeout(error as Error)) {
-        return this.#conclusiveTimeout(endpoint, this.#options.connectTimeout, this.#options.connectTimeout) ? 'unreachable' : undefined;
-      }
+      const silentConnect = this.#silentConnect(endpoint, kind, error as Error);
+      if (silentConnect !== undefined) return silentConnect ? 'unreachable' : undefined;
       if (kind === 'connect' || kind === 'tls') return kind;
       // Connected but no answer in time: a black hole, or not talking.
       return 'unreachable';
     }
   }
 
-  #parseOrigin(origin: DispatchOptions['origin']): URL {
+  #knownOrigin(origin: DispatchOptions['origin']): KnownOrigin {
     if (origin === undefined || origin === null || origin === '') {
       throw new BalancerError('ERR_INVALID_OPTION', 'the request has no origin: call the balancer with an absolute URL');
     }
-    if (typeof origin !== 'string') return origin;
-    let url = this.#origins.get(origin);
-    if (!url) {
-      url = new URL(origin);
+    const key = typeof origin === 'string' ? origin : origin.origin;
+    let known = this.#origins.get(key);
+    if (!known) {
+      const url = typeof origin === 'string' ? new URL(origin) : origin;
+      known = { url, balanced: this.#isBalanced(url), route: undefined, legacyRoute: undefined };
       if (this.#origins.size >= 256) this.#origins.clear();
-      this.#origins.set(origin, url);
+      this.#origins.set(key, known);
     }
-    return url;
+    return known;
   }
 
   #passthroughDispatch(opts: DispatchOptions, handler: DispatchHandler, legacy: boolean): boolean {
@@ -468,13 +467,7 @@ export class Balancer extends undici.Dispatcher {
     for (const endpoint of added) this.#prober?.add(endpoint);
     if (added.length > 0) this.#rebalancer?.nudge();
     this.#emit('endpoints', this.endpoints());
-    if (addresses.length > 0) {
-      for (const waiter of this.#readyWaiters) waiter.resolve();
-      this.#readyWaiters = [];
-    }
-    const waiting = this.#waiting;
-    this.#waiting = [];
-    for (const run of waiting) run();
+    this.#releaseWaiters();
   }
 
   #resolverWarning(message: string): void {
@@ -489,11 +482,22 @@ export class Balancer extends undici.Dispatcher {
     if ((error as { code?: unknown }).code === 'ERR_DNS') this.#emit('dns-error', error);
     if (this.#set.known) return;
     // Nothing to fall back on yet: fail fast instead of queueing forever.
-    const failure = this.#noEndpoints();
-    for (const waiter of this.#readyWaiters) waiter.reject(failure);
-    this.#readyWaiters = [];
+    this.#releaseWaiters(this.#noEndpoints());
+  }
+
+  /**
+   * Settles `ready()` (rejected with `error`, if given) and runs the requests that waited for a
+   * first endpoint set: they go out now, or fail for want of endpoints.
+   */
+  #releaseWaiters(error?: Error): void {
+    const readyWaiters = this.#readyWaiters;
     const waiting = this.#waiting;
+    this.#readyWaiters = [];
     this.#waiting = [];
+    for (const waiter of readyWaiters) {
+      if (error) waiter.reject(error);
+      else waiter.resolve();
+    }
     for (const run of waiting) run();
   }
 
@@ -505,6 +509,16 @@ export class Balancer extends undici.Dispatcher {
   #conclusiveTimeout(endpoint: Endpoint, windowMs: number, deadlineMs: number): boolean {
     const answered = endpoint.lastAnswerAt >= this.#options.clock.now() - windowMs;
     return !answered && this.#lag.maxSince(performance.now() - windowMs) < deadlineMs / 4;
+  }
+
+  /**
+   * For a connection that could not be set up in time: whether that proves the endpoint silent
+   * (false when our own stall or a recent answer explains it); `undefined` for any other failure.
+   */
+  #silentConnect(endpoint: Endpoint, kind: FailureKind, error: Error): boolean | undefined {
+    if (kind !== 'connect' || !isTimeout(error)) return undefined;
+    const deadline = this.#options.connectTimeout;
+    return this.#conclusiveTimeout(endpoint, deadline, deadline);
   }
 
   #noEndpoints(): BalancerError {
@@ -528,9 +542,6 @@ export interface Balancer {
 export interface BalancerInternals {
   readonly host: RequestHost;
   readonly connectTimeout: number;
-  readonly undici: UndiciModule;
-  /** `options.origin`, if set. */
-  readonly origin: URL | undefined;
   /** Whether `close()` or `destroy()` was called: hooks installed for the balancer step aside. */
   closed(): boolean;
   /** Whether requests to `origin` are balanced (else they pass through). */
@@ -572,6 +583,14 @@ function isShutdownResponse(headers: Record<string, string | string[] | undefine
 function isTimeout(error: Error): boolean {
   const code = (error as { code?: unknown }).code;
   return code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT';
+}
+
+/** A request origin seen before, with its routes once a balanced request needed them. */
+interface KnownOrigin {
+  readonly url: URL;
+  readonly balanced: boolean;
+  route: Route | undefined;
+  legacyRoute: Route | undefined;
 }
 
 const PICK_SHORT = { longRunning: false } as const;

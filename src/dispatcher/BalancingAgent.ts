@@ -1,11 +1,13 @@
 import https, { type RequestOptions } from 'node:https';
 import { isIPv6 } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions, type PeerCertificate } from 'node:tls';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
-import type { AttemptOutcome, RetryReason } from './BalancedRequest.ts';
+import type { ChannelRequest } from '../observability/channels.ts';
+import type { AttemptOutcome, DescribedRequest, RetryReason } from './BalancedRequest.ts';
 import { balancerInternals, type Balancer, type BalancerInternals } from './Balancer.ts';
+import { tlsConnectOptions } from './tls.ts';
 
 type Callback = (error: Error | null, socket: Duplex) => void;
 
@@ -38,7 +40,7 @@ export class BalancingAgent extends https.Agent {
 }
 
 /** One connection across its attempts, each on another endpoint. */
-class Connection {
+class Connection implements DescribedRequest {
   readonly #balancer: BalancerInternals;
   readonly #origin: URL;
   readonly #options: RequestOptions;
@@ -65,9 +67,9 @@ class Connection {
     const retry = previous !== undefined;
     const endpoint = host.pick(this.#longRunning, false, this.#tried.size > 0 ? this.#tried : undefined);
     if (!endpoint || (retry && !host.budget.tryAcquire())) return this.#fail(failure?.error ?? host.noEndpoints());
-    if (previous && failure) host.retrying(previous, endpoint, failure.reason, this.#tried.size + 1);
+    if (previous && failure) host.retrying(previous, endpoint, failure.reason, this.#tried.size + 1, this);
     this.#tried.add(endpoint);
-    host.attemptStarted(endpoint, this.#longRunning);
+    host.attemptStarted(endpoint, this.#longRunning, this, this.#tried.size);
     const socket = tlsConnect(this.#tlsOptions(endpoint));
     let connected = false;
     let settled = false;
@@ -110,10 +112,8 @@ class Connection {
   #tlsOptions(endpoint: Endpoint): ConnectionOptions {
     const { verification, tls } = this.#balancer.tlsFor(this.#origin);
     const o = this.#options;
-    const name = verification.name;
     return {
-      host: endpoint.address,
-      port: endpoint.port,
+      ...tlsConnectOptions(tls, verification),
       // What the caller passed for this request (client-node: the kubeconfig's, read just now) wins.
       ca: o.ca ?? tls.ca,
       cert: o.cert ?? tls.cert,
@@ -121,10 +121,15 @@ class Connection {
       ...(o.pfx !== undefined ? { pfx: o.pfx, passphrase: o.passphrase } : {}),
       // Verification is off only if the kubeconfig (through the caller or the balancer) says so.
       rejectUnauthorized: o.rejectUnauthorized !== false && tls.rejectUnauthorized,
-      ...(verification.sni ? { servername: verification.sni } : {}),
-      checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(name, cert),
+      host: endpoint.address,
+      port: endpoint.port,
       ALPNProtocols: ['http/1.1'],
     } as ConnectionOptions;
+  }
+
+  /** Node hands a connection no request path (it sets `path` to null): the message's is empty. */
+  describe(): ChannelRequest {
+    return { method: this.#options.method ?? 'GET', path: this.#options.path ?? '', origin: this.#origin.origin };
   }
 
   #fail(error: Error): void {

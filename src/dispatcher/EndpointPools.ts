@@ -49,36 +49,41 @@ export class EndpointPools {
 
   /** Closes an endpoint's pools gracefully: requests and streams already running there finish. */
   retire(endpoint: Endpoint): Promise<void> {
-    const byRoute = this.#pools.get(endpoint);
-    this.#pools.delete(endpoint);
-    if (!byRoute) return Promise.resolve();
-    return Promise.all([...byRoute.values()].map((pool) => pool.close())).then(() => undefined);
+    return this.#drop(endpoint, (pool) => pool.close());
   }
 
   /** Destroys an endpoint's connections now (requests on them fail); later requests open new ones. */
   reset(endpoint: Endpoint): Promise<void> {
-    const byRoute = this.#pools.get(endpoint);
-    this.#pools.delete(endpoint);
-    if (!byRoute) return Promise.resolve();
-    return Promise.all([...byRoute.values()].map((pool) => pool.destroy())).then(() => undefined);
+    return this.#drop(endpoint, (pool) => pool.destroy());
   }
 
   async close(): Promise<void> {
-    await Promise.all([...[...this.#pools.keys()].map((endpoint) => this.retire(endpoint)), ...this.#stale.values()]);
+    await Promise.all([...this.#current().map((pool) => pool.close()), ...this.#stale.values()]);
   }
 
   async destroy(error: Error | null): Promise<void> {
-    const pools = [...[...this.#pools.values()].flatMap((byRoute) => [...byRoute.values()]), ...this.#stale.keys()];
-    this.#pools.clear();
+    const pools = [...this.#current(), ...this.#stale.keys()];
     this.#stale.clear();
     await Promise.all(pools.map((pool) => pool.destroy(error)));
+  }
+
+  async #drop(endpoint: Endpoint, end: (pool: Pool) => Promise<void>): Promise<void> {
+    const byRoute = this.#pools.get(endpoint);
+    this.#pools.delete(endpoint);
+    if (byRoute) await Promise.all([...byRoute.values()].map(end));
+  }
+
+  /** Every pool of the current generation, taken out of the map. */
+  #current(): Pool[] {
+    const pools = [...this.#pools.values()].flatMap((byRoute) => [...byRoute.values()]);
+    this.#pools.clear();
+    return pools;
   }
 
   /** The credentials changed: every pool made with the old ones closes gracefully. */
   #retireStale(): void {
     this.#generation = this.#options.tls.generation;
-    const old = [...this.#pools.values()].flatMap((byRoute) => [...byRoute.values()]);
-    this.#pools.clear();
+    const old = this.#current();
     for (const pool of old) {
       const closed = pool.close().then(
         () => void this.#stale.delete(pool),

@@ -2,6 +2,11 @@ import type { Dispatcher } from 'undici';
 
 type Controller = Dispatcher.DispatchController;
 
+/** Told of a caller's abort that no attempt's connection is there to carry out. */
+export interface AbortBetweenAttempts {
+  abortedBetweenAttempts(reason: Error): void;
+}
+
 /**
  * The one controller the caller's handler sees for the whole request. Each attempt on an endpoint
  * has its own connection controller; this forwards to the current one, remembers a pause across
@@ -12,10 +17,10 @@ export class ProxyController implements Controller {
   #paused = false;
   #aborted = false;
   #reason: Error | null = null;
-  readonly #onAbort: (reason: Error) => void;
+  readonly #owner: AbortBetweenAttempts;
 
-  constructor(onAbort: (reason: Error) => void) {
-    this.#onAbort = onAbort;
+  constructor(owner: AbortBetweenAttempts) {
+    this.#owner = owner;
   }
 
   set target(target: Controller) {
@@ -55,7 +60,7 @@ export class ProxyController implements Controller {
     this.#aborted = true;
     this.#reason = reason;
     if (this.#target) this.#target.abort(reason);
-    else this.#onAbort(reason);
+    else this.#owner.abortedBetweenAttempts(reason);
   }
 
   pause(): void {

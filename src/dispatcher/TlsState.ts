@@ -1,4 +1,4 @@
-import type { Pem, ResolvedTls } from '../options.ts';
+import type { Pem, ResolvedTls, TlsOptions } from '../options.ts';
 
 /**
  * Readings of a kubeconfig overlap (each request reads it, so do probes); one that began before a
@@ -31,12 +31,18 @@ export class TlsState {
   }
 
   /**
-   * Returns false, and changes nothing, when `next` holds the same material as now, or is a stale
-   * reading of the material in force before the last switch (`now` in milliseconds, monotonic).
+   * Whether `next`, not yet validated, holds the same material as now or is a stale reading of the
+   * material in force before the last switch (`now` in milliseconds, monotonic). client-node hands
+   * its settings over with every request: this is what lets them skip validation, which parses
+   * every certificate and the key.
    */
+  holds(next: TlsOptions, now: number): boolean {
+    return sameTls(this.#current, next) || (this.#previous !== undefined && now - this.#switchedAt < STALE_READING_MS && sameTls(this.#previous, next));
+  }
+
+  /** Returns false, and changes nothing, when `next` is held already (see `holds`). */
   replace(next: ResolvedTls, now: number): boolean {
-    if (sameTls(this.#current, next)) return false;
-    if (this.#previous && now - this.#switchedAt < STALE_READING_MS && sameTls(this.#previous, next)) return false;
+    if (this.holds(next, now)) return false;
     this.#previous = this.#current;
     this.#current = next;
     this.#switchedAt = now;
@@ -45,9 +51,9 @@ export class TlsState {
   }
 }
 
-function sameTls(a: ResolvedTls, b: ResolvedTls): boolean {
+function sameTls(a: ResolvedTls, b: TlsOptions): boolean {
   return (
-    a.rejectUnauthorized === b.rejectUnauthorized &&
+    a.rejectUnauthorized === (b.rejectUnauthorized !== false) &&
     a.servername === b.servername &&
     samePem(a.cert, b.cert) &&
     samePem(a.key, b.key) &&

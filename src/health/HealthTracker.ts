@@ -1,4 +1,4 @@
-import type { Endpoint } from '../balancer/Endpoint.ts';
+import type { Endpoint, EndpointState } from '../balancer/Endpoint.ts';
 import type { Clock, ClockTimer } from '../clock.ts';
 
 export interface HealthSettings {
@@ -26,6 +26,8 @@ export interface HealthListener {
   eject(endpoint: Endpoint, reason: EjectReason, durationMs: number): void;
   drain(endpoint: Endpoint, reason: 'probe' | 'shutdown'): void;
   restore(endpoint: Endpoint, via: 'probation' | 'probe' | 'retry-after'): void;
+  /** The endpoint went silent on open connections, ejected before or not: what waits there would only time out. */
+  unreachable(endpoint: Endpoint): void;
 }
 
 /**
@@ -50,6 +52,11 @@ const PROBES_TO_RETURN = 2;
 /** 429s halve an endpoint's share down to this floor; each success gives back this much. */
 const MIN_WEIGHT_FACTOR = 0.1;
 const WEIGHT_RECOVERY_STEP = 0.05;
+/**
+ * While shares recover, the picker is rebuilt at most this often (and once a share is whole): each
+ * success moves the factor, but a rebuild per success would cost more than the traffic it steers.
+ */
+const RECOVERY_REBUILD_MS = 100;
 /** Without a Retry-After, a throttled endpoint rests this long. */
 const DEFAULT_THROTTLE_MS = 1_000;
 
@@ -70,6 +77,7 @@ export class HealthTracker {
   readonly #random: () => number;
   readonly #health = new Map<Endpoint, Health>();
   readonly #probing = new Set<Endpoint>();
+  #recoveryRebuiltAt = -Infinity;
 
   constructor(settings: HealthSettings, clock: Clock, listener: HealthListener, endpoints: () => readonly Endpoint[], random = Math.random) {
     this.#settings = settings;
@@ -81,17 +89,18 @@ export class HealthTracker {
 
   /** A connection could not be made, TLS failed, or a connection went silent: the endpoint is down. */
   connectFailure(endpoint: Endpoint, reason: 'connect' | 'tls' | 'unreachable'): void {
+    if (endpoint.removed) return;
     const h = this.#of(endpoint);
-    h.probationInFlight = false;
     if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, reason);
+    if (reason === 'unreachable') this.#listener.unreachable(endpoint);
   }
 
   /** A 5xx, a broken connection or a request timeout. */
   serverError(endpoint: Endpoint): void {
+    if (endpoint.removed) return;
     const h = this.#of(endpoint);
     h.consecutiveFailures++;
     if (endpoint.state === 'probing' && h.probationInFlight) {
-      h.probationInFlight = false;
       this.#eject(endpoint, h, 'failures');
       return;
     }
@@ -102,18 +111,22 @@ export class HealthTracker {
 
   /** Any answer that is not a server failure: the endpoint works. */
   success(endpoint: Endpoint): void {
+    if (endpoint.removed) return;
     const h = this.#health.get(endpoint);
     if (h) {
       h.consecutiveFailures = 0;
       if (endpoint.state === 'probing' && h.probationInFlight) {
-        h.probationInFlight = false;
         this.#restore(endpoint, h, 'probation');
         return;
       }
     }
     if (endpoint.weightFactor < 1) {
       endpoint.weightFactor = Math.min(1, endpoint.weightFactor + WEIGHT_RECOVERY_STEP);
-      this.#listener.changed();
+      const now = this.#clock.now();
+      if (endpoint.weightFactor === 1 || now - this.#recoveryRebuiltAt >= RECOVERY_REBUILD_MS) {
+        this.#recoveryRebuiltAt = now;
+        this.#listener.changed();
+      }
     }
   }
 
@@ -122,15 +135,12 @@ export class HealthTracker {
    * drops, and it rests for its Retry-After while the others carry on.
    */
   throttled(endpoint: Endpoint, retryAfterMs: number | undefined): void {
+    if (endpoint.removed) return;
     const h = this.#of(endpoint);
-    h.probationInFlight = false;
     endpoint.weightFactor = Math.max(MIN_WEIGHT_FACTOR, endpoint.weightFactor / 2);
     if (endpoint.state === 'ready' || endpoint.state === 'probing') {
-      this.#clearTimer(h);
-      this.#probing.delete(endpoint);
       const ms = retryAfterMs ?? DEFAULT_THROTTLE_MS;
-      endpoint.state = 'ejected';
-      h.reason = 'throttled';
+      this.#enter(endpoint, h, 'ejected', 'throttled');
       h.timer = this.#clock.setTimeout(() => {
         h.timer = undefined;
         if (endpoint.state === 'ejected' && h.reason === 'throttled') this.#restore(endpoint, h, 'retry-after', false);
@@ -142,8 +152,8 @@ export class HealthTracker {
 
   /** The apiserver is shutting down (429 + Connection: close): no new requests, running ones finish. */
   shuttingDown(endpoint: Endpoint, retryAfterMs: number | undefined): void {
+    if (endpoint.removed) return;
     const h = this.#of(endpoint);
-    h.probationInFlight = false;
     if (endpoint.state === 'draining') return;
     if (!this.#settings.probes) {
       // Nothing would ever bring it back from draining: rest like an ejection, then probation.
@@ -157,14 +167,9 @@ export class HealthTracker {
   probeResult(endpoint: Endpoint, result: ProbeResult): void {
     if (endpoint.removed) return;
     const h = this.#of(endpoint);
-    if (result === 'connect' || result === 'tls') {
+    if (result === 'connect' || result === 'tls' || result === 'unreachable') {
       h.probePasses = 0;
       this.connectFailure(endpoint, result);
-      return;
-    }
-    if (result === 'unreachable') {
-      h.probePasses = 0;
-      if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, 'unreachable');
       return;
     }
     if (result === 'fail') {
@@ -200,7 +205,10 @@ export class HealthTracker {
     if (h) h.probationInFlight = false;
   }
 
-  /** The endpoint left the set: drop its timers. */
+  /**
+   * The endpoint left the set: drop its timers. Requests still running there end later; every
+   * signal ignores a removed endpoint, so none brings it back into probation.
+   */
   forget(endpoint: Endpoint): void {
     const h = this.#health.get(endpoint);
     if (h) this.#clearTimer(h);
@@ -239,13 +247,7 @@ export class HealthTracker {
     h.lastEjectedAt = now;
     const jitter = 0.8 + 0.4 * this.#random();
     const ms = Math.max(atLeastMs, Math.min(maxEjectionMs, baseEjectionMs * 2 ** (h.ejections - 1) * jitter));
-    this.#clearTimer(h);
-    this.#probing.delete(endpoint);
-    h.reason = reason;
-    h.probePasses = 0;
-    h.consecutiveFailures = 0;
-    endpoint.state = 'ejected';
-    endpoint.unreachable = reason === 'connect' || reason === 'tls' || reason === 'unreachable';
+    this.#enter(endpoint, h, 'ejected', reason);
     h.timer = this.#clock.setTimeout(() => {
       h.timer = undefined;
       if (endpoint.state !== 'ejected') return;
@@ -258,26 +260,32 @@ export class HealthTracker {
   }
 
   #drain(endpoint: Endpoint, h: Health, reason: 'probe' | 'shutdown'): void {
-    this.#clearTimer(h);
-    this.#probing.delete(endpoint);
-    h.probePasses = 0;
-    endpoint.state = 'draining';
-    endpoint.unreachable = false;
+    this.#enter(endpoint, h, 'draining', undefined);
     this.#listener.drain(endpoint, reason);
     this.#listener.changed();
   }
 
   #restore(endpoint: Endpoint, h: Health, via: 'probation' | 'probe' | 'retry-after', slowStart = true): void {
-    this.#clearTimer(h);
-    this.#probing.delete(endpoint);
-    h.reason = undefined;
-    h.probePasses = 0;
-    h.consecutiveFailures = 0;
-    endpoint.state = 'ready';
-    endpoint.unreachable = false;
+    this.#enter(endpoint, h, 'ready', undefined);
     if (slowStart) endpoint.readySince = this.#clock.now();
     this.#listener.restore(endpoint, via);
     this.#listener.changed();
+  }
+
+  /**
+   * Every move between ready, ejected and draining: whatever was under way in the old state (its
+   * timer, its probation request, its counts) says nothing about the new one.
+   */
+  #enter(endpoint: Endpoint, h: Health, state: EndpointState, reason: EjectReason | undefined): void {
+    this.#clearTimer(h);
+    this.#probing.delete(endpoint);
+    h.reason = reason;
+    h.probePasses = 0;
+    h.consecutiveFailures = 0;
+    h.probationInFlight = false;
+    endpoint.state = state;
+    // Only a connection that failed or went silent proves it out of reach; a 429 or 5xx is an answer.
+    endpoint.unreachable = reason === 'connect' || reason === 'tls' || reason === 'unreachable';
   }
 
   #clearTimer(h: Health): void {

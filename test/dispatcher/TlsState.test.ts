@@ -26,3 +26,12 @@ test('a reading that brings back the material just switched away from is stale f
   t.true(state.replace(a, 3000), 'after 2 s it is a change like any other');
   t.is(state.generation, 2);
 });
+
+test('holds() compares settings not yet validated, with verification on by default', (t) => {
+  const state = new TlsState(a);
+  t.true(state.holds({ ca: Buffer.from(certs.ca), cert: a.cert, key: Buffer.from(a.key) }, 0));
+  t.false(state.holds({ ca: certs.ca, cert: a.cert, key: a.key, rejectUnauthorized: false }, 0));
+  t.false(state.holds({ ca: certs.ca }, 0));
+  t.true(state.replace(b, 1000));
+  t.true(state.holds({ ca: certs.ca, cert: a.cert, key: a.key }, 2500), 'a stale reading');
+});

@@ -9,6 +9,7 @@ function setup(settings: Partial<HealthSettings> = {}, count = 3, random = () =>
   const clock = new FakeClock();
   const endpoints = Array.from({ length: count }, (_, i) => new Endpoint({ address: `10.0.0.${i + 1}`, port: 6443 }, clock.now()));
   const events: string[] = [];
+  const silent: string[] = [];
   let changes = 0;
   const health = new HealthTracker(
     { ...SETTINGS, ...settings },
@@ -18,11 +19,12 @@ function setup(settings: Partial<HealthSettings> = {}, count = 3, random = () =>
       eject: (e, reason, ms) => events.push(`eject ${e.address} ${reason} ${Math.round(ms)}`),
       drain: (e, reason) => events.push(`drain ${e.address} ${reason}`),
       restore: (e, via) => events.push(`restore ${e.address} ${via}`),
+      unreachable: (e) => silent.push(e.address),
     },
     () => endpoints,
     random,
   );
-  return { clock, endpoints, events, health, changes: () => changes };
+  return { clock, endpoints, events, silent, health, changes: () => changes };
 }
 
 test('a connection failure ejects at once; the ejection doubles per ejection in a row, capped', (t) => {
@@ -182,4 +184,79 @@ test('close() and forget() leave no timer behind', (t) => {
   t.is(clock.pending, 1);
   health.close();
   t.is(clock.pending, 0);
+});
+
+test('a probation request still running when a probe restores the endpoint does not block the next probation', (t) => {
+  const { clock, endpoints, health } = setup();
+  const e = endpoints[0]!;
+  health.connectFailure(e, 'connect');
+  clock.advance(1000);
+  t.is(health.takeProbation(), e);
+  health.probeResult(e, 'pass');
+  t.is(e.state, 'ready');
+  health.success(e); // the probation request ends while ready
+  for (let i = 0; i < 5; i++) health.serverError(e);
+  t.is(e.state, 'ejected');
+  clock.advance(2000);
+  t.is(e.state, 'probing');
+  t.is(health.takeProbation(), e);
+});
+
+test('a 429 from an endpoint out of reach proves it reachable', (t) => {
+  const { clock, endpoints, health } = setup();
+  const e = endpoints[0]!;
+  health.connectFailure(e, 'connect');
+  t.true(e.unreachable);
+  clock.advance(1000);
+  t.is(health.takeProbation(), e);
+  health.throttled(e, 1000);
+  t.is(e.state, 'ejected');
+  t.false(e.unreachable);
+});
+
+test('requests that end on a removed endpoint bring it back into neither health nor probation', (t) => {
+  const { clock, endpoints, events, health, changes } = setup({ consecutive5xx: 1 });
+  const e = endpoints[0]!;
+  e.removed = true;
+  health.forget(e);
+  health.connectFailure(e, 'connect');
+  health.serverError(e);
+  health.throttled(e, 1000);
+  health.shuttingDown(e, 1000);
+  health.success(e);
+  t.is(e.state, 'ready');
+  t.is(clock.pending, 0);
+  t.deepEqual(events, []);
+  t.is(changes(), 0);
+  t.is(health.takeProbation(), undefined);
+});
+
+test('every unreachable verdict, from a request or a probe, ejected before or not, is reported once', (t) => {
+  const { endpoints, events, silent, health } = setup();
+  const e = endpoints[0]!;
+  health.connectFailure(e, 'connect');
+  health.probeResult(e, 'unreachable');
+  health.connectFailure(e, 'unreachable');
+  t.deepEqual(events, ['eject 10.0.0.1 connect 1000']);
+  t.deepEqual(silent, ['10.0.0.1', '10.0.0.1']);
+});
+
+test('a recovering share moves with each success; the picker is rebuilt at most every 100 ms, and once it is whole', (t) => {
+  const { clock, endpoints, health, changes } = setup();
+  const e = endpoints[0]!;
+  health.throttled(e, 1000);
+  clock.advance(1000);
+  const before = changes();
+  for (let i = 0; i < 5; i++) health.success(e);
+  t.is(changes() - before, 1);
+  t.true(Math.abs(e.weightFactor - 0.75) < 1e-9);
+  clock.advance(99);
+  health.success(e);
+  t.is(changes() - before, 1);
+  clock.advance(1);
+  health.success(e);
+  t.is(changes() - before, 2);
+  for (let i = 0; i < 3; i++) health.success(e);
+  t.is(e.weightFactor, 1);
+  t.is(changes() - before, 3, 'rebuilt once whole');
 });

@@ -1,7 +1,8 @@
 import test from 'ava';
 import * as undici from 'undici';
-import { sendJson } from '../../fixtures/server/TestServer.ts';
-import { BalancerError } from '../../src/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
+import { sendJson, startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
+import { BalancerError, createBalancer } from '../../src/index.ts';
 import { cluster, get, ORIGIN } from '../helpers/balancer.ts';
 import { load } from '../helpers/load.ts';
 import { until } from '../helpers/poll.ts';
@@ -247,5 +248,23 @@ test('graceful HTTP/2 GOAWAY is not a failure', async (t) => {
     t.true(balancer.endpoints().every((e) => e.failures === 0));
   } finally {
     await close();
+  }
+});
+
+test('a shutting-down 429 passed on to the caller (no endpoint to retry on) still counts as a shutdown, over HTTP/2', async (t) => {
+  const [server] = await startServers(['127.0.0.2']);
+  const balancer = createBalancer({ target: staticTarget([server!]), tls: { ca: certs.ca }, probe: false });
+  const ejections: string[] = [];
+  balancer.on('eject', (_e, reason) => ejections.push(reason));
+  try {
+    server!.mode = 'draining';
+    const res = await undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer });
+    await res.body.dump();
+    t.is(res.statusCode, 429);
+    // Without probes a shutdown rests like an ejection for 'probe'; a throttling 429 would say 'throttled'.
+    t.deepEqual(ejections, ['probe']);
+  } finally {
+    await balancer.destroy();
+    await server!.close();
   }
 });

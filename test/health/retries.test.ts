@@ -8,6 +8,7 @@ import { ORIGIN } from '../helpers/balancer.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { load } from '../helpers/load.ts';
 import { until } from '../helpers/poll.ts';
+import { addressOf, pushResolver } from '../helpers/pushResolver.ts';
 
 
 test('a request timeout moves a GET to another endpoint; a POST surfaces the timeout', async (t) => {
@@ -173,5 +174,41 @@ test('ERR_ALL_ENDPOINTS_FAILED carries the cause of each endpoint', async (t) =>
   } finally {
     await balancer.close();
     await Promise.all([good.close(), foreign.close()]);
+  }
+});
+
+test('a retry reserved on an endpoint the resolver removes meanwhile goes to another one', async (t) => {
+  let first: (() => void) | undefined;
+  let reached: (server: TestServer) => void = () => {};
+  const arrived = new Promise<TestServer>((resolve) => (reached = resolve));
+  // The first request anywhere gets a 429 whose body ends only when the test says so.
+  const handler = (_req: Request, res: Response, server: TestServer): void => {
+    if (first) return sendJson(res, 200, { server: server.name }, { 'x-served-by': server.name });
+    const r = res as ServerResponse;
+    r.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' });
+    r.write('{"kind":"Status",');
+    first = () => r.end('"code":429}');
+    reached(server);
+  };
+  const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4'], { handler });
+  const [a, b, c] = servers as [TestServer, TestServer, TestServer];
+  const resolver = pushResolver([a, b].map(addressOf));
+  const balancer = createBalancer({ target: resolver, tls: { ca: certs.ca }, probe: false });
+  try {
+    const pending = undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer });
+    const throttling = await arrived;
+    // The retry is reserved on the other one once the 429 is in; then that one leaves, and c joins.
+    await until(() => balancer.stats().budget.retriesInFlight === 1, { what: 'the retry to be reserved' });
+    resolver.push([throttling, c].map(addressOf));
+    first!();
+    const res = await pending;
+    await res.body.dump();
+    t.is(res.statusCode, 200);
+    t.is(res.headers['x-served-by'], c.name);
+    const reserved = throttling === a ? b : a;
+    t.is(reserved.requests.length, 0);
+  } finally {
+    await balancer.destroy();
+    await Promise.all(servers.map((s) => s.close()));
   }
 });

@@ -1,7 +1,11 @@
 // Channels are process-wide: every test here is serial so one test's subscribers never see another's traffic.
 import diagnostics_channel from 'node:diagnostics_channel';
+import https from 'node:https';
 import test from 'ava';
-import type { EjectMessage, PickMessage, RetryMessage } from '../../src/index.ts';
+import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
+import { BalancingAgent } from '../../src/dispatcher/BalancingAgent.ts';
+import { createBalancer, type EjectMessage, type PickMessage, type RetryMessage } from '../../src/index.ts';
 import { cluster, get, ORIGIN, type Cluster } from '../helpers/balancer.ts';
 import { apfThrottle } from '../helpers/throttle.ts';
 
@@ -83,5 +87,32 @@ test.serial('nothing is published while no one subscribes', async (t) => {
   } finally {
     for (const channel of channels) delete (channel as { publish?: unknown }).publish;
     await close();
+  }
+});
+
+test.serial('connections of the https.Agent adapter (exec, attach, port-forward) are published too', async (t) => {
+  const servers = await startServers(['127.0.0.2', '127.0.0.3']);
+  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  const agent = new BalancingAgent(balancer);
+  const picks: PickMessage[] = [];
+  const fn = (message: unknown): void => void picks.push(message as PickMessage);
+  diagnostics_channel.subscribe('kube-balancer:pick', fn);
+  try {
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      https
+        .get({ hostname: APISERVER_NAME, port: 6443, path: '/api/v1/namespaces', agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode));
+        })
+        .on('error', reject);
+    });
+    t.is(status, 200);
+    t.is(picks.length, 1);
+    t.like(picks[0], { balancer, attempt: 1, longRunning: false, request: { method: 'GET', path: '', origin: ORIGIN } });
+  } finally {
+    diagnostics_channel.unsubscribe('kube-balancer:pick', fn);
+    agent.destroy();
+    await balancer.close();
+    await Promise.all(servers.map((s) => s.close()));
   }
 });
