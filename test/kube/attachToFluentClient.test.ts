@@ -33,7 +33,9 @@ const configMaps = (verb: string) => cluster.instances.map((i) => i.requestsWher
 test.serial('Get, Apply and Watch go through the balancer: spread over every instance, one TLS connection each', async (t) => {
   const original = kfcUndici.Agent.prototype.dispatch;
   for (const instance of cluster.instances) instance.resetCounters();
-  const attachment = await attachToFluentClient({ target: cluster.target });
+  // No probes: KFC's undici 8.10 opens a second connection for a request that arrives while the
+  // probe's connection to that instance is still being made (undici#4143), and this counts them.
+  const attachment = await attachToFluentClient({ target: cluster.target, probe: false });
   t.true(attachment.attached);
   t.not(kfcUndici.Agent.prototype.dispatch, original);
   try {
