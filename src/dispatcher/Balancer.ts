@@ -243,6 +243,8 @@ export class Balancer extends undici.Dispatcher {
   #dispatchBalanced(opts: DispatchOptions, origin: KnownOrigin, handler: DispatchHandler, legacy: boolean): void {
     if (this.#closed) return reportError(handler, closedError());
     this.#probeOrigin ??= origin.url;
+    // undici 8 never runs a legacy (v1) handler over HTTP/2: its route's pool is HTTP/1.1-only (a
+    // Pool ignores a request's `allowH2`; only the passthrough Agent reads it).
     const route = legacy ? (origin.legacyRoute ??= this.#routeFor(origin.url, true)) : (origin.route ??= this.#routeFor(origin.url, false));
     const kind = classify(opts.method, opts.path, opts.upgrade, opts.query);
     const longRunning = kind !== 'short';
@@ -250,8 +252,6 @@ export class Balancer extends undici.Dispatcher {
     // The request's one copy of its options, addressed once for every attempt.
     const own: DispatchOptions = { ...opts, headers: withHost(opts.headers, route.host) };
     if (route.verification.sni) own.servername = route.verification.sni;
-    // undici 8 never runs a legacy (v1) handler over HTTP/2; the endpoint's HTTP/1.1 pool serves it.
-    if (legacy) own.allowH2 = false;
     // Watches are quiet for minutes; other requests get a deadline for their response headers.
     if (longRunning) own.bodyTimeout ??= 0;
     else own.headersTimeout ??= this.#options.requestTimeout;
