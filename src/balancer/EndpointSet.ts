@@ -110,9 +110,8 @@ export class EndpointSet {
       if (existing) {
         existing.relisted(address);
       } else {
-        const endpoint = new Endpoint(address, this.#clock.now(), key);
         // The first endpoints have no traffic to be shielded from: a cold client starts at full weight.
-        if (!this.#warm) endpoint.readySince = -Infinity;
+        const endpoint = new Endpoint(address, this.#warm ? this.#clock.now() : -Infinity, key);
         this.#endpoints.set(key, endpoint);
         added.push(endpoint);
       }
