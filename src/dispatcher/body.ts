@@ -20,7 +20,8 @@ export function isReplayable(body: Body): boolean {
  * first chunks put back in front, and is not replayable.
  */
 export async function bufferBody(body: Body, limit: number): Promise<{ body: Body; replayable: boolean }> {
-  if (isReplayable(body) || !isAsyncIterable(body)) return { body, replayable: isReplayable(body) };
+  // Replayable bodies (strings, bytes, Blobs) are never async iterables: they return here as they are.
+  if (!isAsyncIterable(body)) return { body, replayable: isReplayable(body) };
   const iterator = body[Symbol.asyncIterator]() as AsyncIterator<unknown>;
   const chunks: Buffer[] = [];
   let size = 0;
