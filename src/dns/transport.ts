@@ -94,10 +94,8 @@ function exchange(x: Exchange, open: (settle: Settle) => () => void): Promise<Re
   return new Promise((resolve, reject) => {
     if (x.signal?.aborted) return reject(aborted(x));
     let done = false;
-    const releases: Array<() => void> = [];
-    const release = (): void => {
-      for (const run of releases.splice(0)) run();
-    };
+    /** Releases the socket; unset until `open` returns, which it may do after settling. */
+    let release: (() => void) | undefined;
     const onAbort = (): void => settle(aborted(x));
     const timer = x.clock.setTimeout(() => settle(new DnsError('TIMEOUT', describe(x), `no answer within ${x.timeout} ms`)), x.timeout);
     const settle: Settle = (outcome) => {
@@ -105,17 +103,17 @@ function exchange(x: Exchange, open: (settle: Settle) => () => void): Promise<Re
       done = true;
       x.clock.clearTimeout(timer);
       x.signal?.removeEventListener('abort', onAbort);
-      release();
+      release?.();
       if (outcome instanceof DnsError) reject(outcome);
       else resolve(outcome);
     };
     x.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      releases.push(open(settle));
+      release = open(settle);
     } catch (error) {
       settle(socketError(x, error as NodeJS.ErrnoException));
     }
-    if (done) release();
+    if (done) release?.();
   });
 }
 

@@ -59,10 +59,11 @@ export class ApiClient {
   #connect(hostname: string, port: number, callback: buildConnector.Callback): void {
     const server = this.#access.server;
     const host = hostname.replace(/^\[|\]$/g, '');
-    const socket =
-      server.protocol === 'https:'
-        ? tlsConnect({ host, port, ...tlsConnectOptions(this.#access.tls(), verificationFor(server, this.#access.tls())), ALPNProtocols: ['http/1.1'] })
-        : netConnect({ host, port });
+    // One snapshot per connection: the credentials and the name they are verified against agree.
+    const tls = server.protocol === 'https:' ? this.#access.tls() : undefined;
+    const socket = tls
+      ? tlsConnect({ host, port, ...tlsConnectOptions(tls, verificationFor(server, tls)), ALPNProtocols: ['http/1.1'] })
+      : netConnect({ host, port });
     // undici refs the socket while a request is pending; the watch always is.
     socket.unref();
     socket.ref = () => socket;
@@ -82,6 +83,6 @@ export class ApiClient {
     const timer = setTimeout(() => settle(Object.assign(new Error('connect timeout'), { code: 'UND_ERR_CONNECT_TIMEOUT' })), this.#access.connectTimeout ?? 10_000);
     timer.unref();
     socket.once('error', settle);
-    socket.once(server.protocol === 'https:' ? 'secureConnect' : 'connect', () => settle(null));
+    socket.once(tls ? 'secureConnect' : 'connect', () => settle(null));
   }
 }

@@ -1,7 +1,7 @@
 import type { Clock, ClockTimer } from '../clock.ts';
 import type { DnsCache } from '../dns/DnsCache.ts';
 import type { DnsError } from '../dns/DnsError.ts';
-import { endpointKey, endpointSignature, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointSignature, inKeyOrder, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
 /** One resolution round's outcome, as a DNS lookup strategy (SRV, A/AAAA) reports it. */
 export interface DnsLookupResult {
@@ -185,7 +185,7 @@ export class DnsResolver implements Resolver {
 
   #emit(endpoints: EndpointAddress[]): void {
     if (this.#current && endpointSignature(this.#current) === endpointSignature(endpoints)) return;
-    this.#current = [...endpoints].sort((a, b) => (endpointKey(a) < endpointKey(b) ? -1 : endpointKey(a) > endpointKey(b) ? 1 : 0));
+    this.#current = inKeyOrder(endpoints);
     this.#listener!.endpoints(this.#current);
   }
 }

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { createInterface } from 'node:readline';
 import { jitteredBackoff, type Clock, type ClockTimer } from '../clock.ts';
 import type { ApiClient } from './ApiClient.ts';
-import { endpointKey, endpointSignature, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointKey, endpointSignature, inKeyOrder, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
 interface EndpointSlice {
   metadata?: { name?: string; resourceVersion?: string };
@@ -184,7 +184,7 @@ export class EndpointSliceResolver implements Resolver {
   #publish(): void {
     const unique = new Map<string, EndpointAddress>();
     for (const list of this.#slices.values()) for (const endpoint of list) unique.set(endpointKey(endpoint), endpoint);
-    const set = [...unique.values()].sort((a, b) => (endpointKey(a) < endpointKey(b) ? -1 : 1));
+    const set = inKeyOrder(unique.values());
     const signature = endpointSignature(set);
     if (set.length === 0) {
       const what = `the EndpointSlices of ${this.#namespace}/${this.#service} list no ready endpoint`;

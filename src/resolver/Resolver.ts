@@ -59,6 +59,13 @@ export function endpointSignature(set: readonly EndpointAddress[]): string {
     .join(',');
 }
 
+/** The endpoints in `endpointKey` order, as resolvers hand a set on (a listing's order does not show). */
+export function inKeyOrder(endpoints: Iterable<EndpointAddress>): EndpointAddress[] {
+  const keyed = Array.from(endpoints, (endpoint) => ({ key: endpointKey(endpoint), endpoint }));
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return keyed.map(({ endpoint }) => endpoint);
+}
+
 /** `address:port`, with IPv6 in brackets: the identity of an endpoint across updates. */
 export function endpointKey(endpoint: Pick<EndpointAddress, 'address' | 'port'>): string {
   return endpoint.address.includes(':') ? `[${endpoint.address}]:${endpoint.port}` : `${endpoint.address}:${endpoint.port}`;
