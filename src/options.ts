@@ -510,7 +510,6 @@ function positiveMs(field: string, value: unknown): number {
   return value;
 }
 
-
 /** True for an IPv4/IPv6 literal (brackets allowed), which is verified as an IP, never sent as SNI. */
 export function isIpLiteral(host: string): boolean {
   return isIP(host.replace(/^\[|\]$/g, '')) !== 0;
