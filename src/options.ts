@@ -254,7 +254,6 @@ export interface ResolvedOptions {
   maxEjectionMs: number;
   maxEjectionPercent: number;
   probe: Required<ProbeOptions> | false;
-  dns: ResolverContext['dns'];
   clock: Clock;
   policy: Policy;
   slowStartMs: number;
@@ -293,7 +292,6 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     maxEjectionMs: positiveMs('maxEjectionMs', options.maxEjectionMs ?? defaultOptions.maxEjectionMs),
     maxEjectionPercent: integerIn('maxEjectionPercent', options.maxEjectionPercent ?? defaultOptions.maxEjectionPercent, 0, 100),
     probe: validateProbe(options.probe),
-    dns,
     clock,
     policy: validatePolicy(options.policy ?? defaultOptions.policy),
     slowStartMs: nonNegativeMs('slowStartMs', options.slowStartMs ?? defaultOptions.slowStartMs),
@@ -364,7 +362,7 @@ function fraction(field: string, value: unknown): number {
   return value;
 }
 
-function validateDns(dns: DnsOptions | undefined): ResolvedOptions['dns'] {
+function validateDns(dns: DnsOptions | undefined): ResolverContext['dns'] {
   if (dns === undefined) return { ...defaultOptions.dns };
   if (typeof dns !== 'object' || dns === null) throw invalidOption('dns', dns, 'must be an object');
   const overrides: DnsClientOverrides = {};
@@ -509,7 +507,6 @@ function positiveMs(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw invalidOption(field, value, 'must be a positive number of milliseconds');
   return value;
 }
-
 
 /** True for an IPv4/IPv6 literal (brackets allowed), which is verified as an IP, never sent as SNI. */
 export function isIpLiteral(host: string): boolean {

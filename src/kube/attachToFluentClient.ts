@@ -33,19 +33,8 @@ export async function attachToFluentClient(options: KubeBalancerOptions = {}): P
   const { balancer, material } = await createKubeBalancer(kc, { undici, ...options });
   const origin = material.server.origin;
   const proto = undici.Agent.prototype as unknown as { dispatch: DispatchFunction };
-  let patch = patches.get(proto);
-  if (!patch) {
-    const created: Patch = { original: proto.dispatch, balancers: new Map() };
-    proto.dispatch = function (opts, handler) {
-      const target = created.balancers.get(originOf(opts.origin));
-      if (target && !balancerInternals(target).closed()) return target.dispatch(opts as never, handler as never);
-      return created.original.call(this, opts, handler);
-    };
-    patches.set(proto, created);
-    patch = created;
-  }
-  const installed = patch;
-  installed.balancers.set(origin, balancer);
+  const patch = patches.get(proto) ?? patchDispatch(proto);
+  patch.balancers.set(origin, balancer);
   let detached = false;
   return {
     attached: true,
@@ -54,15 +43,27 @@ export async function attachToFluentClient(options: KubeBalancerOptions = {}): P
     detach: async () => {
       if (!detached) {
         detached = true;
-        if (installed.balancers.get(origin) === balancer) installed.balancers.delete(origin);
-        if (installed.balancers.size === 0 && patches.get(proto) === installed) {
-          proto.dispatch = installed.original;
+        if (patch.balancers.get(origin) === balancer) patch.balancers.delete(origin);
+        if (patch.balancers.size === 0 && patches.get(proto) === patch) {
+          proto.dispatch = patch.original;
           patches.delete(proto);
         }
       }
       await balancer.close();
     },
   };
+}
+
+/** Sends `proto.dispatch`'s requests for an origin in the patch's map to that balancer while it is open. */
+function patchDispatch(proto: { dispatch: DispatchFunction }): Patch {
+  const patch: Patch = { original: proto.dispatch, balancers: new Map() };
+  proto.dispatch = function (opts, handler) {
+    const target = patch.balancers.get(originOf(opts.origin));
+    if (target && !balancerInternals(target).closed()) return target.dispatch(opts as never, handler as never);
+    return patch.original.call(this, opts, handler);
+  };
+  patches.set(proto, patch);
+  return patch;
 }
 
 const origins = new Map<string, string>();

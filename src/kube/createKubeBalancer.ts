@@ -34,11 +34,17 @@ export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalanc
   const material = await readKubeConfig(kc, apply);
   // Filled in below; the resolver may ask for credentials while the balancer is being built.
   const built: { balancer?: Balancer } = {};
-  const credentials = cachedFor(CREDENTIALS_TTL_MS, options.clock ?? systemClock, async () => {
-    const fresh = await readKubeConfig(kc, apply);
-    if (built.balancer) balancerInternals(built.balancer).replaceTls(fresh.tls);
-    return fresh.headers;
-  });
+  // The reading just made serves first, so the first probes and EndpointSlice requests do not run an exec plugin again.
+  const credentials = cachedFor(
+    CREDENTIALS_TTL_MS,
+    options.clock ?? systemClock,
+    async () => {
+      const fresh = await readKubeConfig(kc, apply);
+      if (built.balancer) balancerInternals(built.balancer).replaceTls(fresh.tls);
+      return fresh.headers;
+    },
+    material.headers,
+  );
   const { target, bootstrap, probe, undici, ...rest } = options;
   const balancer = createBalancer({
     ...rest,
@@ -54,9 +60,12 @@ export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalanc
   return { balancer, material };
 }
 
-/** `read`, asked again only once its last answer is `ttlMs` of `clock` time old; a failed read is not kept. */
-export function cachedFor<T>(ttlMs: number, clock: Clock, read: () => Promise<T>): () => Promise<T> {
-  let cached: { at: number; value: Promise<T> } | undefined;
+/**
+ * `read`, asked again only once its last answer is `ttlMs` of `clock` time old; a failed read is not
+ * kept. `first`, when given, is an answer read just now.
+ */
+export function cachedFor<T>(ttlMs: number, clock: Clock, read: () => Promise<T>, first?: T): () => Promise<T> {
+  let cached: { at: number; value: Promise<T> } | undefined = first === undefined ? undefined : { at: clock.now(), value: Promise.resolve(first) };
   return () => {
     const now = clock.now();
     if (cached && now - cached.at < ttlMs) return cached.value;

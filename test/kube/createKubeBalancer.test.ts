@@ -24,3 +24,19 @@ test('one reading serves for the TTL of options.clock time, then the next call r
   t.deepEqual(await credentials(), { authorization: 'Bearer 4' }, 'read again at once');
   t.is(reads, 4);
 });
+
+test('a first answer given up front serves for the TTL before anything is read', async (t) => {
+  const clock = new FakeClock();
+  let reads = 0;
+  const credentials = cachedFor(
+    1_000,
+    clock,
+    () => Promise.resolve({ authorization: `Bearer ${++reads}` }),
+    { authorization: 'Bearer 0' },
+  );
+  clock.advance(999);
+  t.deepEqual(await credentials(), { authorization: 'Bearer 0' });
+  t.is(reads, 0);
+  clock.advance(1);
+  t.deepEqual(await credentials(), { authorization: 'Bearer 1' });
+});
