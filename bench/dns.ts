@@ -5,10 +5,7 @@
 import { Resolver as NodeResolver } from 'node:dns/promises';
 import { DnsTestServer } from '../fixtures/dns/DnsTestServer.ts';
 import { Dnsmasq } from '../fixtures/dnsmasq/Dnsmasq.ts';
-import { dnsCacheDefaults } from '../src/dns/DnsCache.ts';
-import type { DnsResolver } from '../src/resolver/DnsResolver.ts';
-import { createResolver } from '../src/resolver/parseTarget.ts';
-import { dnsClient, nameServerOf } from '../test/helpers/dns.ts';
+import { dnsClient, resolverOf } from '../test/helpers/dns.ts';
 import { FakeClock } from '../test/helpers/FakeClock.ts';
 import { compare, table, writeResults } from './lib.ts';
 
@@ -79,11 +76,7 @@ async function packetsPerMinute(): Promise<unknown[]> {
     if (soa) server.soa = { ttl: 5, minimum: 5 };
     const clock = new FakeClock();
     const scheme = target.startsWith('_') ? 'dns+srv' : 'dns';
-    const resolver = createResolver(`${scheme}:///${target}`, {
-      clock,
-      dns: { ...dnsCacheDefaults, servers: [nameServerOf(server)] },
-      resolvConf: '/nonexistent/resolv.conf',
-    }) as DnsResolver;
+    const resolver = resolverOf(`${scheme}:///${target}`, server, clock);
     resolver.start({ endpoints: () => {}, error: (e) => console.error(e) });
     for (let t = 0; t < MINUTES * 60_000; t += 100) {
       await resolver.settled();

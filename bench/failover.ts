@@ -88,7 +88,7 @@ async function runScenario(client: Client, servers: TestServer[]): Promise<Sampl
 async function send(client: Client, method: 'GET' | 'POST', i: number): Promise<void> {
   const res = await client.dispatcher.request({
     origin: client.origin,
-    path: method === 'GET' ? '/api/v1/namespaces/default/configmaps' : '/api/v1/namespaces/default/configmaps',
+    path: '/api/v1/namespaces/default/configmaps',
     method,
     headers: { host: `${APISERVER_NAME}:6443`, 'content-type': 'application/json' },
     body: method === 'POST' ? JSON.stringify({ metadata: { name: `cm-${i}` } }) : null,

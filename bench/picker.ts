@@ -24,7 +24,7 @@ import { SchedulePicker } from '../src/balancer/SchedulePicker.ts';
 import { EarliestDeadline } from '../src/balancer/schedule/EarliestDeadline.ts';
 import { SmoothWeighted } from '../src/balancer/schedule/SmoothWeighted.ts';
 import { address, candidatesOf, endpoint } from '../test/helpers/endpoints.ts';
-import { median, table } from './lib.ts';
+import { median, table, writeResults } from './lib.ts';
 
 const SIZES = process.env.BENCH_SIZES?.split(",").map(Number) ?? [3, 10, 100, 1000];
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -249,7 +249,6 @@ if (import.meta.main) {
   if (process.argv[2] === '--case') {
     process.send!(runCase(JSON.parse(process.argv[3]!) as Case), () => process.disconnect());
   } else {
-    const { writeResults } = await import('./lib.ts');
     writeResults('picker', await run());
   }
 }

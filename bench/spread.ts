@@ -1,7 +1,7 @@
 // How requests spread, and what it costs: one client through kube-balancer (per request, straight to
 // the apiservers) against a real haproxy in `mode tcp` (per connection, the usual L4 load balancer)
 // and a plain undici Pool to one server, in the same run. HTTP/2, concurrency 64.
-import { Pool, request, type Dispatcher } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { Haproxy } from '../fixtures/haproxy/Haproxy.ts';
 import { createBalancer } from '../src/index.ts';
@@ -24,19 +24,15 @@ export async function run(): Promise<unknown> {
   const servers = await Promise.all(HOSTS.map((host) => startServerProcess(host, 'h2')));
   const addresses = HOSTS.map((host, i) => `${host}:${servers[i]!.port}`);
   const haproxy = await Haproxy.start({ backends: addresses });
+  // One pool straight to each server, for reading its request count.
+  const countPools = addresses.map((address) => new Pool(`https://${address}`, { connect: tls }));
   const counts = async (): Promise<number[]> =>
     Promise.all(
-      addresses.map(async (address) => {
-        const res = await request(`https://${address}/__count`, { dispatcher: countPool(address) });
+      countPools.map(async (pool) => {
+        const res = await pool.request({ path: '/__count', method: 'GET' });
         return Number(await res.body.text());
       }),
     );
-  const countPools = new Map<string, Pool>();
-  const countPool = (address: string): Pool => {
-    let pool = countPools.get(address);
-    if (!pool) countPools.set(address, (pool = new Pool(`https://${address}`, { connect: tls })));
-    return pool;
-  };
   const viaPool = (dispatcher: Dispatcher) => async (): Promise<void> => {
     const res = await dispatcher.request({ path: PATH, method: 'GET', headers: { host: `${APISERVER_NAME}:6443` } });
     await res.body.dump();
@@ -103,7 +99,7 @@ export async function run(): Promise<unknown> {
       });
     }
   } finally {
-    await Promise.all([...countPools.values()].map((p) => p.close()));
+    await Promise.all(countPools.map((p) => p.close()));
     await haproxy.stop();
     await Promise.all(servers.map((s) => s.stop()));
   }

@@ -5,7 +5,7 @@ import { dnsCacheDefaults, type DnsCacheOptions } from '../../src/dns/DnsCache.t
 import { DnsClient, type DnsClientConfig } from '../../src/dns/DnsClient.ts';
 import type { NameServer } from '../../src/dns/ResolvConf.ts';
 import type { DnsResolver } from '../../src/resolver/DnsResolver.ts';
-import { createResolver } from '../../src/resolver/parseTarget.ts';
+import { createResolver, type ResolverContext } from '../../src/resolver/parseTarget.ts';
 import type { EndpointAddress } from '../../src/resolver/Resolver.ts';
 import { FakeClock } from './FakeClock.ts';
 
@@ -27,6 +27,15 @@ export function dnsClient(servers: Array<{ host: string; port: number } | NameSe
     },
     clock,
   );
+}
+
+/** A resolver for `target` on `clock` that asks `server` only (no resolv.conf), `dns` laid over the defaults. */
+export function resolverOf(target: string, server: { host: string; port: number }, clock: Clock, dns: Partial<ResolverContext['dns']> = {}): DnsResolver {
+  return createResolver(target, {
+    clock,
+    dns: { ...dnsCacheDefaults, servers: [nameServerOf(server)], ...dns },
+    resolvConf: '/nonexistent/resolv.conf',
+  }) as DnsResolver;
 }
 
 export interface ResolverHarness {
@@ -53,11 +62,7 @@ export async function withResolver(
   const server = await DnsTestServer.start();
   setup(server);
   const clock = new FakeClock();
-  const resolver = createResolver(target, {
-    clock,
-    dns: { ...dnsCacheDefaults, servers: [nameServerOf(server)], timeout: 1000, attempts: 1, ...dns },
-    resolvConf: '/nonexistent/resolv.conf',
-  }) as DnsResolver;
+  const resolver = resolverOf(target, server, clock, { timeout: 1000, attempts: 1, ...dns });
   const h: ResolverHarness = {
     server,
     clock,

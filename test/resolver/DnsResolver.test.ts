@@ -9,7 +9,7 @@ import { DnsError } from '../../src/dns/DnsError.ts';
 import type { DnsResolver } from '../../src/resolver/DnsResolver.ts';
 import { createResolver } from '../../src/resolver/parseTarget.ts';
 import type { EndpointAddress } from '../../src/resolver/Resolver.ts';
-import { nameServerOf, withResolver } from '../helpers/dns.ts';
+import { nameServerOf, resolverOf, withResolver } from '../helpers/dns.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { activeResources, leftOver } from '../helpers/leaks.ts';
 import { until } from '../helpers/poll.ts';
@@ -287,14 +287,10 @@ test.serial('close() ends a query under way and leaves no socket or timer behind
   const baseline = activeResources();
   const server = await DnsTestServer.start();
   server.rule({ action: { drop: true } });
-  const resolver = createResolver(`dns+srv:///${SRV}.`, {
-    clock: new FakeClock(),
-    dns: { ...dnsCacheDefaults, servers: [nameServerOf(server)] },
-    resolvConf: '/nonexistent/resolv.conf',
-  });
+  const resolver = resolverOf(`dns+srv:///${SRV}.`, server, new FakeClock());
   resolver.start({ endpoints: () => t.fail(), error: () => {} });
   await until(() => server.log.length === 1, { what: 'the query to reach the server' });
-  await resolver.close?.();
+  await resolver.close();
   await server.close();
   t.deepEqual(await leftOver(baseline), {});
 });
@@ -304,11 +300,7 @@ test('a listener that throws does not stop the refresher', async (t) => {
   srv(server, 'node1.api.test', 6443, 0, 10, 1);
   server.add({ name: 'node1.api.test', type: 'A', ttl: 1, data: '127.0.0.11' });
   const clock = new FakeClock();
-  const resolver = createResolver(`dns+srv:///${SRV}.`, {
-    clock,
-    dns: { ...dnsCacheDefaults, servers: [nameServerOf(server)] },
-    resolvConf: '/nonexistent/resolv.conf',
-  }) as DnsResolver;
+  const resolver = resolverOf(`dns+srv:///${SRV}.`, server, clock);
   let calls = 0;
   resolver.start({
     endpoints: () => {
