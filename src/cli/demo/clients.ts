@@ -5,6 +5,7 @@ import type * as Undici from 'undici';
 import { certs } from '../../../fixtures/certs/index.ts';
 import { attachToKubeConfig, type Balancer } from '../../index.ts';
 import { clientNodeUndici } from '../../kube/peers.ts';
+import { endpointKey } from '../../resolver/Resolver.ts';
 import { SERVER_NAME, type Apiserver, type ClientKey, type DemoCluster } from './DemoCluster.ts';
 
 export type ClientNodeModule = typeof ClientNode;
@@ -71,7 +72,7 @@ export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluste
     watch: new k8s.Watch(kubeConfig),
     balancer,
     load(apiserver) {
-      const e = balancer.endpoints().find((x) => `${x.address}:${x.port}` === apiserver.address);
+      const e = balancer.endpoints().find((x) => endpointKey(x) === apiserver.address);
       if (!e) return { inFlight: 0, watches: 0, state: 'unknown' };
       return { inFlight: Math.max(0, e.inFlight - e.streams), watches: e.streams, state: e.state };
     },
