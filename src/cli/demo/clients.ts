@@ -30,7 +30,8 @@ export interface DemoClient {
   kubeConfig: ClientNode.KubeConfig;
   /** Informers watch through this, so open watches can be counted. */
   watch: ClientNode.Watch;
-  load(apiserver: Apiserver): ClientLoad;
+  /** What it has at each of `apiservers` right now, in their order. */
+  load(apiservers: readonly Apiserver[]): ClientLoad[];
   /** kube-balancer only: the balancer under it. */
   balancer?: Balancer;
   close(): Promise<void>;
@@ -71,10 +72,14 @@ export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluste
     kubeConfig,
     watch: new k8s.Watch(kubeConfig),
     balancer,
-    load(apiserver) {
-      const e = balancer.endpoints().find((x) => endpointKey(x) === apiserver.address);
-      if (!e) return { inFlight: 0, watches: 0, state: 'unknown' };
-      return { inFlight: Math.max(0, e.inFlight - e.streams), watches: e.streams, state: e.state };
+    load(apiservers) {
+      // One snapshot of the balancer's endpoints for all the apiservers.
+      const endpoints = new Map(balancer.endpoints().map((e) => [endpointKey(e), e]));
+      return apiservers.map((apiserver) => {
+        const e = endpoints.get(apiserver.address);
+        if (!e) return { inFlight: 0, watches: 0, state: 'unknown' };
+        return { inFlight: Math.max(0, e.inFlight - e.streams), watches: e.streams, state: e.state };
+      });
     },
     close: () => attachment.detach(),
   };
@@ -99,10 +104,12 @@ export function oneConnectionClient(k8s: ClientNodeModule, demo: DemoCluster, pi
     short: `client-node over one connection, to ${pinned.name}`,
     kubeConfig,
     watch,
-    load(apiserver) {
-      if (apiserver !== pinned) return { inFlight: 0, watches: 0, state: '-' };
-      const open = watch.open;
-      return { inFlight: Math.max(0, client.stats.running - open), watches: open, state: 'pinned' };
+    load(apiservers) {
+      return apiservers.map((apiserver) => {
+        if (apiserver !== pinned) return { inFlight: 0, watches: 0, state: '-' };
+        const open = watch.open;
+        return { inFlight: Math.max(0, client.stats.running - open), watches: open, state: 'pinned' };
+      });
     },
     close: () => client.close(),
   };
