@@ -6,7 +6,7 @@ import { certs } from '../../../fixtures/certs/index.ts';
 import { attachToKubeConfig, type Balancer } from '../../index.ts';
 import { clientNodeUndici } from '../../kube/peers.ts';
 import { endpointKey } from '../../resolver/Resolver.ts';
-import { SERVER_NAME, type Apiserver, type ClientKey, type DemoCluster } from './DemoCluster.ts';
+import { SERVER_NAME, type Apiserver, type DemoCluster } from './DemoCluster.ts';
 
 export type ClientNodeModule = typeof ClientNode;
 
@@ -21,7 +21,6 @@ export interface ClientLoad {
 }
 
 export interface DemoClient {
-  key: ClientKey;
   label: string;
   /** How its requests travel, for the output. */
   via: string;
@@ -65,7 +64,6 @@ export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluste
   if (!attachment.attached || !attachment.balancer) throw new Error(`kube-balancer did not attach to the kubeconfig: ${attachment.reason ?? 'no reason given'}`);
   const balancer = attachment.balancer;
   return {
-    key: 'kubeBalancer',
     label: 'kube-balancer',
     via: '@kubernetes/client-node with attachToKubeConfig: each request to the next apiserver the SRV records list',
     short: 'client-node through kube-balancer',
@@ -98,7 +96,6 @@ export function oneConnectionClient(k8s: ClientNodeModule, demo: DemoCluster, pi
   const kubeConfig = kubeConfigThrough(k8s, demo.kubeconfig('oneConnection'), client);
   const watch = countingWatch(k8s, kubeConfig);
   return {
-    key: 'oneConnection',
     label: 'one connection',
     via: `@kubernetes/client-node over one HTTP/2 connection, which an L4 load balancer handed to ${pinned.name}`,
     short: `client-node over one connection, to ${pinned.name}`,
