@@ -1,5 +1,7 @@
 import type { Balancer } from '../../index.ts';
+import { endpointKey } from '../../resolver/Resolver.ts';
 import type { DemoCluster } from './DemoCluster.ts';
+import { seconds } from './snapshot.ts';
 import type { BalancerCounts } from './summary.ts';
 
 /** What kube-balancer did, for the summary: its `stats()`, and the drains and restores its events told. */
@@ -11,8 +13,8 @@ export class BalancerAccount {
   /** Tells the view about ejections, drains, restores and DNS failures as they happen. */
   constructor(balancer: Balancer, demo: DemoCluster, event: (text: string) => void) {
     this.#balancer = balancer;
-    const name = (e: { address: string; port: number }): string => demo.apiservers.find((a) => a.address === `${e.address}:${e.port}`)?.name ?? `${e.address}:${e.port}`;
-    balancer.on('eject', (e, reason, ms) => event(`kube-balancer ejected ${name(e)} (${reason}) for ${(ms / 1000).toFixed(1)} s`));
+    const name = (e: { address: string; port: number }): string => demo.apiservers.find((a) => a.address === endpointKey(e))?.name ?? endpointKey(e);
+    balancer.on('eject', (e, reason, ms) => event(`kube-balancer ejected ${name(e)} (${reason}) for ${seconds(ms)}`));
     balancer.on('drain', (e, reason) => {
       this.#drains++;
       event(`kube-balancer drains ${name(e)}: ${reason === 'shutdown' ? 'it answered 429 shutting down' : '/readyz failed'}; no new requests go there`);

@@ -48,11 +48,7 @@ export class Meter {
   rates(client: ClientKey, nowMs: number): number[] {
     const end = Math.floor((nowMs - this.startMs) / this.bucketMs);
     const span = Math.max(1, Math.round(1000 / this.bucketMs));
-    return this.#counts[client].map((series) => {
-      let sum = 0;
-      for (let b = Math.max(0, end - span); b < end; b++) sum += series[b] ?? 0;
-      return (sum * 1000) / (span * this.bucketMs);
-    });
+    return this.#counts[client].map((series) => this.#rate(series, end - span, span));
   }
 
   /** Requests each apiserver got from `client` in all. */
@@ -64,12 +60,13 @@ export class Meter {
   series(client: ClientKey, windowMs: number, untilMs: number): number[][] {
     const per = Math.max(1, Math.round(windowMs / this.bucketMs));
     const count = Math.ceil(untilMs / (per * this.bucketMs));
-    return this.#counts[client].map((series) =>
-      Array.from({ length: count }, (_, w) => {
-        let sum = 0;
-        for (let b = w * per; b < (w + 1) * per; b++) sum += series[b] ?? 0;
-        return (sum * 1000) / (per * this.bucketMs);
-      }),
-    );
+    return this.#counts[client].map((series) => Array.from({ length: count }, (_, w) => this.#rate(series, w * per, per)));
+  }
+
+  /** Requests per second in `buckets` buckets of `series` from bucket `from` (those before 0 count as none). */
+  #rate(series: readonly number[], from: number, buckets: number): number {
+    let sum = 0;
+    for (let b = Math.max(0, from); b < from + buckets; b++) sum += series[b] ?? 0;
+    return (sum * 1000) / (buckets * this.bucketMs);
   }
 }

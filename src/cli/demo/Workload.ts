@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClientNodeModule, DemoClient } from './clients.ts';
+import { seconds } from './snapshot.ts';
 
 export interface WorkloadOptions {
   /** Where this client's objects live. */
@@ -135,7 +136,7 @@ export class Workload {
         }
       } catch (error) {
         this.stats.failed++;
-        if (this.stats.errors.length < 5) this.stats.errors.push(`${op} at ${((performance.now() - this.#startedAt) / 1000).toFixed(1)} s: ${describe(error)}`);
+        if (this.stats.errors.length < 5) this.stats.errors.push(`${op} at ${seconds(performance.now() - this.#startedAt)}: ${describe(error)}`);
       } finally {
         this.stats.calls++;
         if (--this.#inFlight === 0) this.#idle?.();

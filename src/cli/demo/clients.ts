@@ -5,7 +5,8 @@ import type * as Undici from 'undici';
 import { certs } from '../../../fixtures/certs/index.ts';
 import { attachToKubeConfig, type Balancer } from '../../index.ts';
 import { clientNodeUndici } from '../../kube/peers.ts';
-import { SERVER_NAME, type Apiserver, type ClientKey, type DemoCluster } from './DemoCluster.ts';
+import { endpointKey } from '../../resolver/Resolver.ts';
+import { SERVER_NAME, type Apiserver, type DemoCluster } from './DemoCluster.ts';
 
 export type ClientNodeModule = typeof ClientNode;
 
@@ -20,7 +21,6 @@ export interface ClientLoad {
 }
 
 export interface DemoClient {
-  key: ClientKey;
   label: string;
   /** How its requests travel, for the output. */
   via: string;
@@ -29,7 +29,8 @@ export interface DemoClient {
   kubeConfig: ClientNode.KubeConfig;
   /** Informers watch through this, so open watches can be counted. */
   watch: ClientNode.Watch;
-  load(apiserver: Apiserver): ClientLoad;
+  /** What it has at each of `apiservers` right now, in their order. */
+  load(apiservers: readonly Apiserver[]): ClientLoad[];
   /** kube-balancer only: the balancer under it. */
   balancer?: Balancer;
   close(): Promise<void>;
@@ -63,17 +64,20 @@ export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluste
   if (!attachment.attached || !attachment.balancer) throw new Error(`kube-balancer did not attach to the kubeconfig: ${attachment.reason ?? 'no reason given'}`);
   const balancer = attachment.balancer;
   return {
-    key: 'kubeBalancer',
     label: 'kube-balancer',
     via: '@kubernetes/client-node with attachToKubeConfig: each request to the next apiserver the SRV records list',
     short: 'client-node through kube-balancer',
     kubeConfig,
     watch: new k8s.Watch(kubeConfig),
     balancer,
-    load(apiserver) {
-      const e = balancer.endpoints().find((x) => `${x.address}:${x.port}` === apiserver.address);
-      if (!e) return { inFlight: 0, watches: 0, state: 'unknown' };
-      return { inFlight: Math.max(0, e.inFlight - e.streams), watches: e.streams, state: e.state };
+    load(apiservers) {
+      // One snapshot of the balancer's endpoints for all the apiservers.
+      const endpoints = new Map(balancer.endpoints().map((e) => [endpointKey(e), e]));
+      return apiservers.map((apiserver) => {
+        const e = endpoints.get(apiserver.address);
+        if (!e) return { inFlight: 0, watches: 0, state: 'unknown' };
+        return { inFlight: Math.max(0, e.inFlight - e.streams), watches: e.streams, state: e.state };
+      });
     },
     close: () => attachment.detach(),
   };
@@ -92,16 +96,17 @@ export function oneConnectionClient(k8s: ClientNodeModule, demo: DemoCluster, pi
   const kubeConfig = kubeConfigThrough(k8s, demo.kubeconfig('oneConnection'), client);
   const watch = countingWatch(k8s, kubeConfig);
   return {
-    key: 'oneConnection',
     label: 'one connection',
     via: `@kubernetes/client-node over one HTTP/2 connection, which an L4 load balancer handed to ${pinned.name}`,
     short: `client-node over one connection, to ${pinned.name}`,
     kubeConfig,
     watch,
-    load(apiserver) {
-      if (apiserver !== pinned) return { inFlight: 0, watches: 0, state: '-' };
-      const open = watch.open;
-      return { inFlight: Math.max(0, client.stats.running - open), watches: open, state: 'pinned' };
+    load(apiservers) {
+      return apiservers.map((apiserver) => {
+        if (apiserver !== pinned) return { inFlight: 0, watches: 0, state: '-' };
+        const open = watch.open;
+        return { inFlight: Math.max(0, client.stats.running - open), watches: open, state: 'pinned' };
+      });
     },
     close: () => client.close(),
   };

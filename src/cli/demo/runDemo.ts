@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { WriteStream } from 'node:tty';
 import { BalancerAccount } from './BalancerAccount.ts';
 import { chartSvg } from './chart.ts';
-import { kubeBalancerClient, oneConnectionClient, type ClientNodeModule, type DemoClient } from './clients.ts';
+import { kubeBalancerClient, oneConnectionClient, type ClientLoad, type ClientNodeModule, type DemoClient } from './clients.ts';
 import { DemoCluster, USERS, type ClientKey } from './DemoCluster.ts';
 import { LineView } from './LineView.ts';
 import { Meter } from './Meter.ts';
@@ -54,6 +54,18 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
   const workloads = CLIENT_KEYS.map((k) => new Workload(k8s, clients[k], { namespace: USERS[k], qps: QPS, workers: WORKERS }));
   const meter = new Meter(demo.apiservers, Date.now());
   const phases = scenario(demo.apiservers, workloads, options.durationMs);
+  // What the views get each tick: the parts that do not change are made once.
+  const labels = { kubeBalancer: clients.kubeBalancer.label, oneConnection: clients.oneConnection.label };
+  const snapshot = (phase: number, elapsedMs: number): Snapshot => ({
+    elapsedMs,
+    durationMs: options.durationMs,
+    phase,
+    phases,
+    labels,
+    rows: rows(demo, clients, meter),
+    events,
+    retries: account.retries,
+  });
   const actions: Array<Promise<void>> = [];
   const failures: string[] = [];
   intro(screen, demo, clients, options);
@@ -72,12 +84,12 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
         if (action) actions.push(action);
       }
       meter.sample();
-      view.update(snapshot(demo, clients, meter, phases, phase, events, account.retries, elapsed(), options.durationMs));
+      view.update(snapshot(phase, elapsed()));
       await sleep(Math.min(TICK_MS, Math.max(1, options.durationMs - elapsed())));
     }
     const durationMs = Math.min(elapsed(), options.durationMs);
     meter.sample();
-    view.update(snapshot(demo, clients, meter, phases, phase, events, account.retries, durationMs, options.durationMs));
+    view.update(snapshot(phase, durationMs));
     view.close();
     await bounded(Promise.all(workloads.map((w) => w.stop())), 'stopping the workload');
     await bounded(Promise.all(actions), 'the last phase');
@@ -134,34 +146,17 @@ function intro(out: Writable, demo: DemoCluster, clients: Record<ClientKey, Demo
   out.write(lines.join('\n') + '\n');
 }
 
-function snapshot(
-  demo: DemoCluster,
-  clients: Record<ClientKey, DemoClient>,
-  meter: Meter,
-  phases: Snapshot['phases'],
-  phase: number,
-  events: readonly DemoEvent[],
-  retries: number,
-  elapsedMs: number,
-  durationMs: number,
-): Snapshot {
+/** A row per apiserver: its own state, and each client's requests/s and load there. */
+function rows(demo: DemoCluster, clients: Record<ClientKey, DemoClient>, meter: Meter): Snapshot['rows'] {
   const now = Date.now();
   const rates = Object.fromEntries(CLIENT_KEYS.map((k) => [k, meter.rates(k, now)])) as Record<ClientKey, number[]>;
-  return {
-    elapsedMs,
-    durationMs,
-    phase,
-    phases,
-    labels: { kubeBalancer: clients.kubeBalancer.label, oneConnection: clients.oneConnection.label },
-    rows: demo.apiservers.map((a, i) => ({
-      name: a.name,
-      address: a.address,
-      server: a.instance.state,
-      clients: Object.fromEntries(CLIENT_KEYS.map((k) => [k, { ...clients[k].load(a), rate: rates[k][i] ?? 0 }])) as Snapshot['rows'][number]['clients'],
-    })),
-    events,
-    retries,
-  };
+  const loads = Object.fromEntries(CLIENT_KEYS.map((k) => [k, clients[k].load(demo.apiservers)])) as Record<ClientKey, ClientLoad[]>;
+  return demo.apiservers.map((a, i) => ({
+    name: a.name,
+    address: a.address,
+    server: a.instance.state,
+    clients: Object.fromEntries(CLIENT_KEYS.map((k) => [k, { ...loads[k][i]!, rate: rates[k][i] ?? 0 }])) as Snapshot['rows'][number]['clients'],
+  }));
 }
 
 /** Waits for `work`, at most `STOP_MS`: a demo that hangs on its way out helps no one. */
