@@ -1,5 +1,4 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { isIP } from 'node:net';
 import type * as Undici from 'undici';
 import { systemClock, type Clock } from './clock.ts';
 import type { Policy } from './balancer/Picker.ts';
@@ -506,9 +505,4 @@ function validateClock(clock: Clock | undefined): Clock {
 function positiveMs(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw invalidOption(field, value, 'must be a positive number of milliseconds');
   return value;
-}
-
-/** True for an IPv4/IPv6 literal (brackets allowed), which is verified as an IP, never sent as SNI. */
-export function isIpLiteral(host: string): boolean {
-  return isIP(host.replace(/^\[|\]$/g, '')) !== 0;
 }

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
+import { unbracket } from '../hostnames.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
 import type { AttemptOutcome, DescribedRequest, RetryReason } from './BalancedRequest.ts';
 import { balancerInternals, type Balancer, type BalancerInternals } from './Balancer.ts';
@@ -30,7 +31,7 @@ export class BalancingAgent extends https.Agent {
   }
 
   override createConnection(options: RequestOptions, callback?: Callback): Duplex | null | undefined {
-    const host = String(options.hostname ?? options.host ?? 'localhost').replace(/^\[|\]$/g, '');
+    const host = unbracket(String(options.hostname ?? options.host ?? 'localhost'));
     const origin = new URL(`https://${isIPv6(host) ? `[${host}]` : host}:${options.port ?? 443}`);
     if (!this.#balancer.balances(origin) || !callback) return super.createConnection(options, callback);
     const upgrade = Object.entries(options.headers ?? {}).some(([name, value]) => name.toLowerCase() === 'upgrade' && value !== undefined);

@@ -1,5 +1,6 @@
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
-import { isIpLiteral, type ResolvedTls } from '../options.ts';
+import { isIpLiteral, unbracket } from '../hostnames.ts';
+import type { ResolvedTls } from '../options.ts';
 
 /** The name every endpoint's certificate must carry, and the SNI to send for it. */
 export interface Verification {
@@ -10,7 +11,7 @@ export interface Verification {
 }
 
 export function verificationFor(origin: URL, tls: ResolvedTls): Verification {
-  const name = (tls.servername ?? origin.hostname).replace(/^\[|\]$/g, '');
+  const name = unbracket(tls.servername ?? origin.hostname);
   return { name, sni: isIpLiteral(name) ? undefined : name };
 }
 

@@ -1,3 +1,4 @@
+import { unbracket } from '../hostnames.ts';
 import type { Target } from '../resolver/parseTarget.ts';
 
 /** SRV records of a headless Service over the apiservers (see examples/kubernetes-headless-*.yaml). */
@@ -18,5 +19,5 @@ export function defaultTarget(server: URL, env: NodeJS.ProcessEnv = process.env)
 
 function inCluster(server: URL, env: NodeJS.ProcessEnv): boolean {
   const host = env.KUBERNETES_SERVICE_HOST;
-  return host !== undefined && host !== '' && server.hostname.replace(/^\[|\]$/g, '') === host.replace(/^\[|\]$/g, '');
+  return host !== undefined && host !== '' && unbracket(server.hostname) === unbracket(host);
 }

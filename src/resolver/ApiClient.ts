@@ -2,6 +2,7 @@ import { connect as netConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { Client, type Dispatcher, type buildConnector } from 'undici';
 import { tlsConnectOptions, verificationFor } from '../dispatcher/tls.ts';
+import { unbracket } from '../hostnames.ts';
 import type { HeadersSource, ResolvedTls } from '../options.ts';
 
 export interface ApiAccess {
@@ -58,7 +59,7 @@ export class ApiClient {
 
   #connect(hostname: string, port: number, callback: buildConnector.Callback): void {
     const server = this.#access.server;
-    const host = hostname.replace(/^\[|\]$/g, '');
+    const host = unbracket(hostname);
     // One snapshot per connection: the credentials and the name they are verified against agree.
     const tls = server.protocol === 'https:' ? this.#access.tls() : undefined;
     const socket = tls

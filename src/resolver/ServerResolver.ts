@@ -1,6 +1,7 @@
 import { lookup as systemLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Clock, ClockTimer } from '../clock.ts';
+import { unbracket } from '../hostnames.ts';
 import { endpointSignature, LAST_RESORT, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
 export type Lookup = (hostname: string) => Promise<ReadonlyArray<{ address: string }>>;
@@ -30,7 +31,7 @@ export class ServerResolver implements Resolver {
   #closed = false;
 
   constructor(server: URL, clock: Clock, lookup: Lookup = (hostname) => systemLookup(hostname, { all: true })) {
-    this.#host = server.hostname.replace(/^\[|\]$/g, '');
+    this.#host = unbracket(server.hostname);
     this.#literal = isIP(this.#host) !== 0;
     this.#port = Number(server.port) || (server.protocol === 'http:' ? 80 : 443);
     this.#clock = clock;

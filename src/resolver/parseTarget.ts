@@ -4,6 +4,7 @@ import { DnsCache, dnsCacheDefaults, type DnsCacheOptions } from '../dns/DnsCach
 import { DnsClient, type DnsClientOverrides } from '../dns/DnsClient.ts';
 import { nameProblem } from '../dns/names.ts';
 import { describe, invalidOption, invalidTarget } from '../errors.ts';
+import { isIpLiteral } from '../hostnames.ts';
 import type { ResolvedBootstrap, ResolvedTls } from '../options.ts';
 import { ApiClient } from './ApiClient.ts';
 import { ChainResolver } from './ChainResolver.ts';
@@ -121,7 +122,7 @@ function parseDnsHostPort(target: string, rest: string): { name: string; port: n
   const m = /^(.*):(\d+)$/.exec(rest);
   if (!m) throw invalidTarget(target, 'needs a port: dns:///apiservers.example.com:6443 (SRV records carry their own: dns+srv:///…)');
   const [, name = '', portText = ''] = m;
-  if (isIP(name.replace(/^\[|\]$/g, '')) !== 0) throw invalidTarget(target, `"${name}" is an IP address, not a name: use static:///${rest}`);
+  if (isIpLiteral(name)) throw invalidTarget(target, `"${name}" is an IP address, not a name: use static:///${rest}`);
   const port = Number(portText);
   if (!isPort(port)) throw invalidTarget(target, `port ${portText} is not in 1–65535`);
   return { name: checkDnsName(target, name), port };
