@@ -1,11 +1,13 @@
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
+import type { Clock } from '../clock.ts';
 import { BalancerError } from '../errors.ts';
 import { classifyError, type FailureKind } from '../health/classifyError.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
+import { BodyTimer, DEFAULT_BODY_TIMEOUT } from './BodyTimer.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
 import type { RetryBudget } from './RetryBudget.ts';
 import type { Route } from './tls.ts';
@@ -35,6 +37,7 @@ export interface RequestHost {
   readonly maxReplayBytes: number;
   readonly budget: RetryBudget;
   readonly totals: Totals;
+  readonly clock: Clock;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
@@ -80,6 +83,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   /** A watch (`watch=true` or a `/watch/` path): its stream can end cleanly at an event boundary. */
   readonly watch: boolean;
   readonly eviction: boolean;
+  /** Milliseconds a response body may stay silent; 0 for none. */
+  readonly bodyTimeout: number;
   readonly #opts: DispatchOptions;
   readonly #route: Route;
   readonly #idempotent: boolean;
@@ -111,6 +116,9 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const method = opts.method;
     this.#idempotent = method === 'GET' || method === 'HEAD' || method === 'get' || method === 'head';
     this.eviction = (method === 'POST' || method === 'post') && EVICTION.test(opts.path);
+    // Attempts keep the body timeout, not undici: its HTTP/2 body timer can outlive the stream (BodyTimer).
+    this.bodyTimeout = opts.bodyTimeout ?? (longRunning ? 0 : DEFAULT_BODY_TIMEOUT);
+    opts.bodyTimeout = 0;
     this.#opts = opts;
     this.proxy = new ProxyController(this);
     host.budget.requests++;
@@ -329,6 +337,7 @@ class Attempt implements Handler {
   /** Retry attempts hold a unit of the retry budget until they end. */
   readonly #holdsBudget: boolean;
   #controller: Controller | undefined;
+  #bodyTimer: BodyTimer | undefined;
   #moved = false;
   started = false;
   #heldBack = false;
@@ -376,6 +385,7 @@ class Attempt implements Handler {
     if (statusCode >= 200) {
       this.#statusCode = statusCode;
       this.#headers = headers;
+      if (request.bodyTimeout > 0) this.#bodyTimer = new BodyTimer(request.host.clock, request.bodyTimeout, request.proxy, (error) => this.abort(error));
       if (request.holdBack(this, statusCode)) {
         this.#heldBack = true;
         return;
@@ -386,6 +396,7 @@ class Attempt implements Handler {
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
+    this.#bodyTimer?.touch();
     // Kept to tell a shutting-down apiserver's 429 from a throttling one, whether or not it is retried.
     if (this.#statusCode === 429 && this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
     if (this.#heldBack) return;
@@ -394,6 +405,7 @@ class Attempt implements Handler {
 
   onResponseEnd(_controller: Controller, trailers: Headers): void {
     const request = this.#request;
+    this.#bodyTimer?.stop();
     this.#settle(this.#responseOutcome());
     if (this.#heldBack) return request.heldBackDone(this);
     if (request.finished) return;
@@ -401,6 +413,7 @@ class Attempt implements Handler {
   }
 
   onResponseError(_controller: Controller | null, error: Error): void {
+    this.#bodyTimer?.stop();
     if (this.#moved) return;
     if (this.#heldBack) {
       // The held-back response broke while being read; it was rejected anyway.

@@ -252,9 +252,9 @@ export class Balancer extends undici.Dispatcher {
     // The request's one copy of its options, addressed once for every attempt.
     const own: DispatchOptions = { ...opts, headers: withHost(opts.headers, route.host) };
     if (route.verification.sni) own.servername = route.verification.sni;
-    // Watches are quiet for minutes; other requests get a deadline for their response headers.
-    if (longRunning) own.bodyTimeout ??= 0;
-    else own.headersTimeout ??= this.#options.requestTimeout;
+    // Watches are quiet for minutes (no body timeout: see BalancedRequest); other requests get a
+    // deadline for their response headers.
+    if (!longRunning) own.headersTimeout ??= this.#options.requestTimeout;
     new BalancedRequest(this.#host, route, own, handler, longRunning, watch).start();
   }
 
@@ -278,6 +278,7 @@ export class Balancer extends undici.Dispatcher {
       maxReplayBytes: options.maxBufferedBody,
       budget: this.#budget,
       totals: this.#totals,
+      clock: options.clock,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;
         if (probationOk) {

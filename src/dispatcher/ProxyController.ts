@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import type { BodyTimer, Reader } from './BodyTimer.ts';
 
 type Controller = Dispatcher.DispatchController;
 
@@ -12,7 +13,9 @@ export interface AbortBetweenAttempts {
  * has its own connection controller; this forwards to the current one, remembers a pause across
  * attempts, and reports an abort that arrives between attempts.
  */
-export class ProxyController implements Controller {
+export class ProxyController implements Controller, Reader {
+  /** The current attempt's body timer, if one runs: resuming starts its wait afresh. */
+  bodyTimer: BodyTimer | undefined;
   #target: Controller | undefined;
   #paused = false;
   #aborted = false;
@@ -70,6 +73,7 @@ export class ProxyController implements Controller {
 
   resume(): void {
     this.#paused = false;
+    this.bodyTimer?.touch();
     this.#target?.resume();
   }
 }

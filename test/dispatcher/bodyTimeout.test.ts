@@ -1,0 +1,136 @@
+// The body timeout (the longest silence between two pieces of a response body) is kept by the
+// request itself, not by undici (see src/dispatcher/BodyTimer.ts): same defaults, same error, and
+// like undici's it does not count while the caller holds the body back.
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import test from 'ava';
+import * as undici from 'undici';
+import { certs } from '../../fixtures/certs/index.ts';
+import { startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
+import { createBalancer, type Balancer } from '../../src/index.ts';
+import { ORIGIN } from '../helpers/balancer.ts';
+import { FakeClock } from '../helpers/FakeClock.ts';
+import { until } from '../helpers/poll.ts';
+
+type Controller = undici.Dispatcher.DispatchController;
+
+/** A server that sends response headers and one line of body, then says nothing more. */
+async function silentServer(): Promise<{ server: TestServer; open: Map<string, ServerResponse> }> {
+  const open = new Map<string, ServerResponse>();
+  const [server] = await startServers(['127.0.0.2'], {
+    handler: (req, res) => {
+      (res as ServerResponse).writeHead(200, { 'content-type': 'application/json' });
+      (res as ServerResponse).write('{"kind":"ConfigMapList","items":[\n');
+      open.set(req.url ?? '', res as ServerResponse);
+    },
+  });
+  return { server: server!, open };
+}
+
+async function setUp(): Promise<{ balancer: Balancer; clock: FakeClock; open: Map<string, ServerResponse>; close: () => Promise<void> }> {
+  const { server, open } = await silentServer();
+  const clock = new FakeClock();
+  const balancer = createBalancer({ target: staticTarget([server]), tls: { ca: certs.ca }, probe: false, clock });
+  return {
+    balancer,
+    clock,
+    open,
+    close: async () => {
+      await balancer.destroy();
+      await server.close();
+    },
+  };
+}
+
+/**
+ * Waits for the first chunk of a body (sent with the headers, so the fake clock's "now" is when it
+ * came), then reads the rest: the promise settles when the body ends or fails.
+ */
+async function rest(body: Readable): Promise<{ read: Promise<void> }> {
+  const chunks = body[Symbol.asyncIterator]();
+  await chunks.next();
+  const read = (async () => {
+    while (!(await chunks.next()).done);
+  })();
+  read.catch(() => {});
+  return { read };
+}
+
+/** 'pending' if the body has neither failed nor ended within a few ticks. */
+async function bodyOutcome(body: Promise<unknown>): Promise<unknown> {
+  return Promise.race([body.then(() => 'ended', (error: Error) => error), new Promise((resolve) => setTimeout(() => resolve('pending'), 50))]);
+}
+
+const timedOut = { instanceOf: undici.errors.BodyTimeoutError, code: 'UND_ERR_BODY_TIMEOUT' };
+
+test('a short request whose body goes silent fails after 300 s, undici\'s default, with its BodyTimeoutError (fake clock)', async (t) => {
+  const { balancer, clock, close } = await setUp();
+  try {
+    const res = await undici.request(`${ORIGIN}/api/v1/configmaps`, { dispatcher: balancer });
+    const { read: body } = await rest(res.body);
+    clock.advance(299_999);
+    t.is(await bodyOutcome(body), 'pending');
+    clock.advance(1);
+    await t.throwsAsync(body, timedOut);
+  } finally {
+    await close();
+  }
+});
+
+test('a request\'s own bodyTimeout is kept; a watch has none unless it asks (fake clock)', async (t) => {
+  const { balancer, clock, open, close } = await setUp();
+  try {
+    const short = await undici.request(`${ORIGIN}/api/v1/configmaps`, { dispatcher: balancer, bodyTimeout: 5_000 });
+    const watch = await undici.request(`${ORIGIN}/api/v1/configmaps?watch=true`, { dispatcher: balancer });
+    const { read: shortBody } = await rest(short.body);
+    const { read: watchBody } = await rest(watch.body);
+    const shortResponse = await until(() => open.get('/api/v1/configmaps'));
+    clock.advance(4_000);
+    const data = once(short.body, 'data');
+    shortResponse.write('{"metadata":{"name":"a"}},\n');
+    await data;
+    clock.advance(4_000);
+    t.is(await bodyOutcome(shortBody), 'pending', 'data restarts the wait');
+    clock.advance(1_000);
+    await t.throwsAsync(shortBody, timedOut);
+    clock.advance(10_000_000);
+    t.is(await bodyOutcome(watchBody), 'pending');
+  } finally {
+    await close();
+  }
+});
+
+test('while the caller pauses the body the silence does not count; resuming starts the wait afresh (fake clock)', async (t) => {
+  const { balancer, clock, close } = await setUp();
+  try {
+    let controller: Controller | undefined;
+    let failure: Error | undefined;
+    let chunks = 0;
+    balancer.dispatch(
+      { origin: ORIGIN, path: '/api/v1/configmaps', method: 'GET' },
+      {
+        onRequestStart: (c) => void (controller = c),
+        onResponseStart: (c) => c.pause(),
+        onResponseData: () => void chunks++,
+        onResponseEnd: () => {},
+        onResponseError: (_c, error) => void (failure = error),
+      },
+    );
+    await until(() => controller?.paused === true);
+    clock.advance(1_000_000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    t.is(failure, undefined);
+    t.is(chunks, 0);
+    controller!.resume();
+    // The chunk sent with the headers comes now; the wait starts from the resume either way.
+    await until(() => chunks > 0);
+    clock.advance(299_999);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    t.is(failure, undefined);
+    clock.advance(1);
+    t.like(await until(() => failure), { code: 'UND_ERR_BODY_TIMEOUT' });
+  } finally {
+    await close();
+  }
+});
