@@ -1,4 +1,5 @@
 import { ApiserverCluster, type ApiserverInstance } from '../../../fixtures/apiserver/index.ts';
+import { generatePki } from '../../../fixtures/certs/generate.ts';
 import { DnsTestServer } from '../../../fixtures/dns/DnsTestServer.ts';
 import { IN_CLUSTER_SRV_NAME } from '../../kube/defaultTarget.ts';
 
@@ -26,19 +27,24 @@ export class DemoCluster {
   readonly dns: DnsTestServer;
   readonly cluster: ApiserverCluster;
   readonly apiservers: Apiserver[];
+  /** The CA the apiservers' certificates chain to: made for this run, like every key of the demo. */
+  readonly ca: string;
 
   private constructor(dns: DnsTestServer, cluster: ApiserverCluster) {
     this.dns = dns;
     this.cluster = cluster;
+    this.ca = cluster.pki.ca;
     this.apiservers = cluster.instances.map((instance, i) => ({ name: `apiserver-${i + 1}`, address: instance.authority, instance }));
   }
 
   static async start(servers: number): Promise<DemoCluster> {
     const hosts = Array.from({ length: servers }, (_, i) => `127.0.0.${i + 2}`);
+    // The package ships no key: the demo's CA and certificates are made now and live only in memory.
+    const pki = generatePki();
     const dns = await DnsTestServer.start();
     let cluster: ApiserverCluster;
     try {
-      cluster = await ApiserverCluster.start({ hosts, tokens: Object.fromEntries(Object.entries(TOKENS).map(([k, token]) => [token, USERS[k as ClientKey]])) });
+      cluster = await ApiserverCluster.start({ hosts, pki, tokens: Object.fromEntries(Object.entries(TOKENS).map(([k, token]) => [token, USERS[k as ClientKey]])) });
     } catch (error) {
       await dns.close();
       throw error;

@@ -2,7 +2,6 @@
 // kubeconfig; only what carries its requests differs, so the comparison is about where they go.
 import type * as ClientNode from '@kubernetes/client-node';
 import type * as Undici from 'undici';
-import { certs } from '../../../fixtures/certs/index.ts';
 import { attachToKubeConfig, type Balancer } from '../../index.ts';
 import { clientNodeUndici } from '../../kube/peers.ts';
 import { endpointKey } from '../../resolver/Resolver.ts';
@@ -92,7 +91,7 @@ export function oneConnectionClient(k8s: ClientNodeModule, demo: DemoCluster, pi
   // The copy client-node's `fetch` runs on: a dispatcher from another copy loses response headers.
   const undici = clientNodeUndici();
   if (!undici) throw new Error('@kubernetes/client-node has no undici of its own to build the connection from');
-  const client = new undici.Client(pinned.instance.url, { allowH2: true, connect: { ca: certs.ca, servername: SERVER_NAME } });
+  const client = new undici.Client(pinned.instance.url, { allowH2: true, connect: { ca: demo.ca, servername: SERVER_NAME } });
   const kubeConfig = kubeConfigThrough(k8s, demo.kubeconfig('oneConnection'), client);
   const watch = countingWatch(k8s, kubeConfig);
   return {

@@ -23,7 +23,8 @@ options:
   --no-chart         write no chart
   -h, --help         this help
 
-Needs @kubernetes/client-node and ws (npm install @kubernetes/client-node ws).
+Needs @kubernetes/client-node, ws and jsrsasign (npm install @kubernetes/client-node ws jsrsasign).
+Its CA, certificates and keys are made for each run and kept in memory.
 Exit codes: 0 done, 1 the demo failed, 2 usage error, 130 interrupted (Ctrl-C; it still cleans up).`,
 
   async run(args) {
@@ -41,7 +42,11 @@ Exit codes: 0 done, 1 the demo failed, 2 usage error, 130 interrupted (Ctrl-C; i
     if (values['no-chart'] && values.chart !== undefined) throw new UsageError('--chart and --no-chart exclude each other');
 
     // Optional packages first, so a missing one is a clear message rather than a failed import deep down.
-    const k8s = await optional(async () => (await import('ws'), await import('@kubernetes/client-node')), ['@kubernetes/client-node', 'ws'], 'the demo');
+    const k8s = await optional(
+      async () => (await import('ws'), await import('jsrsasign'), await import('@kubernetes/client-node')),
+      ['@kubernetes/client-node', 'ws', 'jsrsasign'],
+      'the demo',
+    );
     const { runDemo } = await import('./runDemo.ts');
     const signal = interrupted();
     let stopped = false;
