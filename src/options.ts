@@ -5,22 +5,18 @@ import type { Policy } from './balancer/Picker.ts';
 import { dnsCacheDefaults } from './dns/DnsCache.ts';
 import type { DnsClientOverrides } from './dns/DnsClient.ts';
 import { parseNameServer } from './dns/ResolvConf.ts';
-import { TlsState } from './dispatcher/TlsState.ts';
+import { TlsState } from './net/TlsState.ts';
+import type { HeadersSource } from './net/headers.ts';
+import type { Pem, ResolvedTls, TlsOptions } from './net/tls.ts';
 import { invalidOption } from './errors.ts';
 import { isLogger, type Logger } from './observability/logger.ts';
 import { createResolver, type ResolverContext, type Target } from './resolver/parseTarget.ts';
 import type { Resolver } from './resolver/Resolver.ts';
 
+export type { HeadersSource, Pem, TlsOptions };
+
 /** The parts of an undici module the balancer builds its connection pools from. */
 export type UndiciModule = Pick<typeof Undici, 'Pool' | 'Agent' | 'Dispatcher1Wrapper'>;
-
-export type Pem = string | Buffer;
-
-/**
- * Request headers, or a function that returns the current ones (sync or async), asked for before
- * every request so credentials that rotate (exec plugins, service-account token files) stay valid.
- */
-export type HeadersSource = Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
 
 /**
  * The apiserver a client was configured with (a kubeconfig's `server`): `kubernetes:` targets list
@@ -38,23 +34,6 @@ export interface BootstrapOptions {
    * addresses seen from outside the cluster), or before discovery has answered. Default true.
    */
   lastResort?: boolean;
-}
-
-export interface TlsOptions {
-  /** CA certificates (PEM) that sign the apiservers' certificates. Default: Node's root store. */
-  ca?: Pem | readonly Pem[];
-  /** Client certificate (PEM) for mutual TLS. Needs `key`. */
-  cert?: Pem;
-  /** Private key (PEM) of `cert`. */
-  key?: Pem;
-  /**
-   * Name the server certificates must carry, sent as SNI. Default: the hostname of the request's
-   * origin; for an IP origin, that IP is verified and no SNI is sent. The dialled endpoint's own
-   * address never decides.
-   */
-  servername?: string;
-  /** `false` turns certificate verification off. Only for a kubeconfig that says so. Default `true`. */
-  rejectUnauthorized?: boolean;
 }
 
 /**
@@ -260,9 +239,6 @@ export interface ResolvedOptions {
   logger: Logger | undefined;
   rebalanceWatches: { maxPerSecond: number } | false;
 }
-
-/** TLS options after validation. */
-export type ResolvedTls = Required<Pick<TlsOptions, 'rejectUnauthorized'>> & Omit<TlsOptions, 'rejectUnauthorized'>;
 
 /** Validates everything up front so a bad option fails at construction, naming the field. */
 export function resolveOptions(options: BalancerOptions): ResolvedOptions {

@@ -1,5 +1,6 @@
 import type { EjectReason } from '../health/HealthTracker.ts';
-import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
+import { type EndpointAddress } from '../resolver/Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 
 /**
  * - `ready`: takes new requests.

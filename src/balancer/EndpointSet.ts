@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts';
-import { LAST_RESORT, endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
+import { LAST_RESORT, type EndpointAddress } from '../resolver/Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 import { Candidates } from './Candidates.ts';
 import { Endpoint } from './Endpoint.ts';
 import type { Picker, PickRequest, Policy } from './Picker.ts';

@@ -8,7 +8,7 @@ import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
 import type { RetryBudget } from './RetryBudget.ts';
-import type { Route } from './tls.ts';
+import type { Route } from '../net/tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;

@@ -5,7 +5,8 @@ import { OUTCOME_ABORTED, OUTCOME_ERROR, type Endpoint, type EndpointInfo } from
 import { EndpointSet } from '../balancer/EndpointSet.ts';
 import { classify } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
-import { resolveOptions, validateTls, type BalancerOptions, type ResolvedOptions, type ResolvedTls, type TlsOptions, type UndiciModule } from '../options.ts';
+import { resolveOptions, validateTls, type BalancerOptions, type ResolvedOptions, type UndiciModule } from '../options.ts';
+import { type ResolvedTls, type Route, type TlsOptions, type Verification, verificationFor } from '../net/tls.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
 import { classifyError, type FailureKind } from '../health/classifyError.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
@@ -18,8 +19,7 @@ import { Totals, describeTarget, type BalancerStats } from '../observability/sta
 import { BalancedRequest, type AttemptOutcome, type RequestHost, type RetryReason } from './BalancedRequest.ts';
 import { EndpointPools } from './EndpointPools.ts';
 import { RetryBudget } from './RetryBudget.ts';
-import { withHost } from './headers.ts';
-import { verificationFor, type Route, type Verification } from './tls.ts';
+import { withHost } from '../net/headers.ts';
 import { WatchRebalancer } from './WatchRebalancer.ts';
 
 /** undici reads `allowH2` and `servername` per request, though its types do not list them. */

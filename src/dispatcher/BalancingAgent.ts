@@ -4,11 +4,11 @@ import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
-import { unbracket } from '../hostnames.ts';
+import { unbracket } from '../net/hostnames.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
 import type { AttemptOutcome, DescribedRequest, RetryReason } from './BalancedRequest.ts';
 import { balancerInternals, type Balancer, type BalancerInternals } from './Balancer.ts';
-import { tlsConnectOptions } from './tls.ts';
+import { tlsConnectOptions } from '../net/tls.ts';
 
 type Callback = (error: Error | null, socket: Duplex) => void;
 

@@ -2,7 +2,7 @@ import type { EventEmitter } from 'node:events';
 import type { Dispatcher, Pool } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import type { ResolvedOptions, UndiciModule } from '../options.ts';
-import { tlsConnectOptions, type Route } from './tls.ts';
+import { tlsConnectOptions, type Route } from '../net/tls.ts';
 
 /**
  * One undici `Pool` per endpoint (HTTP/2 when offered, so usually one multiplexed connection), plus

@@ -1,5 +1,5 @@
 import type { Balancer } from '../../index.ts';
-import { endpointKey } from '../../resolver/Resolver.ts';
+import { endpointKey } from '../../net/endpointKey.ts';
 import type { DemoCluster } from './DemoCluster.ts';
 import { seconds } from './snapshot.ts';
 import type { BalancerCounts } from './summary.ts';
