@@ -1,4 +1,5 @@
-export { Balancer, createBalancer, type BalancerEvents } from './dispatcher/Balancer.ts';
+export { Balancer, createBalancer } from './dispatcher/Balancer.ts';
+export type { BalancerEvents } from './observability/events.ts';
 export { BalancerError, type BalancerErrorCode } from './errors.ts';
 export { DnsError, type DnsErrorReason } from './dns/DnsError.ts';
 export type { BalancerOptions, BootstrapOptions, DnsOptions, HeadersSource, ProbeOptions, TlsOptions, UndiciModule, Pem } from './options.ts';
@@ -11,8 +12,8 @@ export type { Clock, ClockTimer } from './clock.ts';
 export type { BalancerStats } from './observability/stats.ts';
 export type { Logger, LogFn } from './observability/logger.ts';
 export type { PickMessage, RetryMessage, EjectMessage, ChannelRequest } from './observability/channels.ts';
-export type { EjectReason } from './health/HealthTracker.ts';
-export type { RetryReason } from './dispatcher/BalancedRequest.ts';
+export type { EjectReason } from './balancer/Endpoint.ts';
+export type { RetryReason } from './health/outcome.ts';
 export { fromKubeConfig } from './kube/fromKubeConfig.ts';
 export { attachToKubeConfig, attachmentOf, type KubeAttachment } from './kube/attachToKubeConfig.ts';
 export { attachToFluentClient } from './kube/attachToFluentClient.ts';

@@ -2,7 +2,8 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { BalancerError } from '../errors.ts';
-import { classifyError, type FailureKind } from '../health/classifyError.ts';
+import { classifyError } from '../health/classifyError.ts';
+import type { AttemptOutcome, FailureKind, RetryReason } from '../health/outcome.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
@@ -16,13 +17,6 @@ type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
-/** How one attempt on one endpoint ended, as health sees it. */
-export type AttemptOutcome =
-  | { type: 'response'; statusCode: number; headers: Headers; body: string; eviction: boolean }
-  | { type: 'error'; kind: FailureKind; error: Error }
-  | { type: 'aborted' };
-
-export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | '5xx';
 
 /** A request or connection as diagnostics_channel messages name it; asked only when someone listens. */
 export interface DescribedRequest {

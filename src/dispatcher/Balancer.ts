@@ -1,22 +1,25 @@
 import { EventEmitter } from 'node:events';
 import * as undici from 'undici';
 import type { Agent } from 'undici';
-import { OUTCOME_ABORTED, OUTCOME_ERROR, type Endpoint, type EndpointInfo } from '../balancer/Endpoint.ts';
+import { type Endpoint, type EndpointInfo, OUTCOME_ABORTED, OUTCOME_ERROR } from '../balancer/Endpoint.ts';
 import { EndpointSet } from '../balancer/EndpointSet.ts';
 import { classify } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
 import { resolveOptions, validateTls, type BalancerOptions, type ResolvedOptions, type UndiciModule } from '../options.ts';
 import { type ResolvedTls, type Route, type TlsOptions, type Verification, verificationFor } from '../net/tls.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
-import { classifyError, type FailureKind } from '../health/classifyError.ts';
+import { classifyError } from '../health/classifyError.ts';
+import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
-import { HealthTracker, type EjectReason, type ProbeResult } from '../health/HealthTracker.ts';
+import { HealthTracker, type ProbeResult } from '../health/HealthTracker.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { retryAfterMs } from '../health/retryAfter.ts';
 import { ejectChannel, pickChannel, retryChannel } from '../observability/channels.ts';
+import type { BalancerEvents } from '../observability/events.ts';
 import { attachLogger } from '../observability/logger.ts';
-import { Totals, describeTarget, type BalancerStats } from '../observability/stats.ts';
-import { BalancedRequest, type AttemptOutcome, type RequestHost, type RetryReason } from './BalancedRequest.ts';
+import { Totals, type BalancerStats } from '../observability/stats.ts';
+import { describeTarget } from '../resolver/describeTarget.ts';
+import { BalancedRequest, type RequestHost } from './BalancedRequest.ts';
 import { EndpointPools } from './EndpointPools.ts';
 import { RetryBudget } from './RetryBudget.ts';
 import { withHost } from '../net/headers.ts';
@@ -27,26 +30,6 @@ type DispatchOptions = undici.Dispatcher.DispatchOptions & { allowH2?: boolean; 
 type DispatchHandler = undici.Dispatcher.DispatchHandler;
 type AnyHandler = DispatchHandler & { onError?: (error: Error) => void };
 
-export interface BalancerEvents {
-  /** The endpoint set changed (resolver update). */
-  endpoints: [endpoints: EndpointInfo[]];
-  /** An endpoint stopped taking requests for `durationMs` (connect/TLS failure, 5xx, 429, failed probe). */
-  eject: [endpoint: EndpointInfo, reason: EjectReason, durationMs: number];
-  /** An endpoint takes requests again. */
-  restore: [endpoint: EndpointInfo, via: 'probation' | 'probe' | 'retry-after'];
-  /** An endpoint's apiserver is shutting down or failing /readyz: no new requests, running ones finish. */
-  drain: [endpoint: EndpointInfo, reason: 'probe' | 'shutdown'];
-  /** A request is tried again on another endpoint. */
-  retry: [event: { from: EndpointInfo; to: EndpointInfo; reason: RetryReason; attempt: number }];
-  /** An open watch was ended (at an event boundary) so that its client re-watches where `to` has fewer. */
-  rebalance: [event: { from: EndpointInfo; to: EndpointInfo }];
-  /** Resolution failed, whatever the resolver (DNS, EndpointSlice, custom); the previous endpoints stay in use. */
-  'resolver-error': [error: Error];
-  /** A DNS resolution failed (`dns:`, `dns+srv:` targets; code `ERR_DNS`); also emitted as `resolver-error`. */
-  'dns-error': [error: Error];
-  /** Something to know that is not a failure: a resolver serving a stale answer, a probe refused for lack of credentials. */
-  warning: [message: string];
-}
 
 /**
  * An undici `Dispatcher` that sends each request to one of the apiserver endpoints the resolver

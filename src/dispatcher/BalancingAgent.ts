@@ -6,7 +6,8 @@ import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
 import { unbracket } from '../net/hostnames.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
-import type { AttemptOutcome, DescribedRequest, RetryReason } from './BalancedRequest.ts';
+import type { DescribedRequest } from './BalancedRequest.ts';
+import type { AttemptOutcome, RetryReason } from '../health/outcome.ts';
 import { balancerInternals, type Balancer, type BalancerInternals } from './Balancer.ts';
 import { tlsConnectOptions } from '../net/tls.ts';
 
