@@ -30,8 +30,6 @@ interface EndpointSetChange {
   removed: Endpoint[];
 }
 
-const defaults: PickerOptions = { policy: 'round-robin', slowStartMs: 10_000, panicThreshold: 0.5 };
-
 const none: Picker = { pick: () => undefined };
 
 /**
@@ -54,9 +52,10 @@ export class EndpointSet {
    */
   #warm = false;
 
-  constructor(clock: Clock, options: Partial<PickerOptions> = {}) {
+  /** `options`: the balancer's (validated, with its defaults). */
+  constructor(clock: Clock, options: PickerOptions) {
     this.#clock = clock;
-    this.#options = { ...defaults, ...options };
+    this.#options = { policy: options.policy, slowStartMs: options.slowStartMs, panicThreshold: options.panicThreshold };
   }
 
   /** True once the resolver has produced a first set. */

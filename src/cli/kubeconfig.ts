@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { type ResolvedTls, type Verification, verificationFor } from '../net/tls.ts';
-import { validateTls } from '../options.ts';
+import { validateTls } from '../options/validate.ts';
 import { readKubeConfig } from '../kube/readKubeConfig.ts';
 import { optional } from './optional.ts';
 

@@ -6,9 +6,9 @@ import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
 import { unbracket } from '../net/hostnames.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
-import type { DescribedRequest } from './BalancedRequest.ts';
+import type { DescribedRequest } from './RequestHost.ts';
 import type { AttemptOutcome, RetryReason } from '../health/outcome.ts';
-import { balancerInternals, type Balancer, type BalancerInternals } from './Balancer.ts';
+import { type BalancerInternals, balancerInternals } from './internals.ts';
 import { tlsConnectOptions } from '../net/tls.ts';
 
 type Callback = (error: Error | null, socket: Duplex) => void;
@@ -26,7 +26,8 @@ type Callback = (error: Error | null, socket: Duplex) => void;
 export class BalancingAgent extends https.Agent {
   readonly #balancer: BalancerInternals;
 
-  constructor(balancer: Balancer) {
+  /** `balancer`: a `Balancer` (its internals are looked up, so any other dispatcher throws). */
+  constructor(balancer: object) {
     super({ keepAlive: false });
     this.#balancer = balancerInternals(balancer);
   }
