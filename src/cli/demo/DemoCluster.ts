@@ -1,5 +1,5 @@
 import { ApiserverCluster, type ApiserverInstance } from '../../../fixtures/apiserver/index.ts';
-import { generatePki } from '../../../fixtures/certs/generate.ts';
+import { generatePki } from '../../../fixtures/certs/index.ts';
 import { DnsTestServer } from '../../../fixtures/dns/DnsTestServer.ts';
 import { IN_CLUSTER_SRV_NAME } from '../../kube/defaultTarget.ts';
 
@@ -40,7 +40,7 @@ export class DemoCluster {
   static async start(servers: number): Promise<DemoCluster> {
     const hosts = Array.from({ length: servers }, (_, i) => `127.0.0.${i + 2}`);
     // The package ships no key: the demo's CA and certificates are made now and live only in memory.
-    const pki = generatePki();
+    const pki = await generatePki();
     const dns = await DnsTestServer.start();
     let cluster: ApiserverCluster;
     try {
