@@ -24,6 +24,9 @@ export function classifyError(error: unknown): FailureKind {
     if (message.includes('"GOAWAY" frame received') || message.includes('REFUSED_STREAM')) return 'refused';
     if (message.includes('connection unresponsive')) return 'unresponsive';
   }
+  // A response undici's HTTP/1.1 parser cannot read (its code, HPE_*, is sometimes missing): the
+  // connection is destroyed, as when it breaks; the endpoint answered garbage.
+  if (name === 'HTTPParserError') return 'reset';
   if (typeof code !== 'string') return 'other';
   if (CONNECT.has(code)) return 'connect';
   if (TLS.has(code) || TLS_PREFIXES.some((p) => code.startsWith(p))) return 'tls';

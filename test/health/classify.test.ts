@@ -1,4 +1,5 @@
 import test from 'ava';
+import * as undici from 'undici';
 import { classifyError } from '../../src/health/classifyError.ts';
 import { retryAfterMs } from '../../src/health/retryAfter.ts';
 
@@ -33,4 +34,10 @@ test('Retry-After in seconds or as a date, capped, garbage ignored', (t) => {
   t.is(retryAfterMs(''), undefined);
   t.is(retryAfterMs(undefined), undefined);
   t.is(retryAfterMs('-5'), undefined);
+});
+
+test('a response undici cannot parse (HTTPParserError, with or without an HPE_ code) is a broken connection: GETs go elsewhere, the endpoint is judged', (t) => {
+  // The hostile-apiserver fuzz (test/dispatcher/httpFuzz.test.ts) found these reaching the caller as 'other': never retried, never counted.
+  t.is(classifyError(new undici.errors.HTTPParserError('Response does not match the HTTP/1.1 protocol (Invalid status code)')), 'reset');
+  t.is(classifyError(Object.assign(new undici.errors.HTTPParserError('Response does not match the HTTP/1.1 protocol (Expected HTTP/)'), { code: 'HPE_INVALID_CONSTANT' })), 'reset');
 });
