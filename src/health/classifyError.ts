@@ -22,6 +22,8 @@ export function classifyError(error: unknown): FailureKind {
   // undici fails only the streams a GOAWAY says were never processed, with this message.
   if (typeof message === 'string') {
     if (message.includes('"GOAWAY" frame received') || message.includes('REFUSED_STREAM')) return 'refused';
+    // Node could not send the request's HEADERS frame (type 1; the session was failing): the server never saw it.
+    if (message.includes('"frameError" received - type 1,')) return 'refused';
     if (message.includes('connection unresponsive')) return 'unresponsive';
   }
   // A response undici's HTTP/1.1 parser cannot read (its code, HPE_*, is sometimes missing): the

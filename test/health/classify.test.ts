@@ -41,3 +41,9 @@ test('a response undici cannot parse (HTTPParserError, with or without an HPE_ c
   t.is(classifyError(new undici.errors.HTTPParserError('Response does not match the HTTP/1.1 protocol (Invalid status code)')), 'reset');
   t.is(classifyError(Object.assign(new undici.errors.HTTPParserError('Response does not match the HTTP/1.1 protocol (Expected HTTP/)'), { code: 'HPE_INVALID_CONSTANT' })), 'reset');
 });
+
+test('a request whose HTTP/2 HEADERS frame could not be sent never reached the server: refused, so any method may go elsewhere', (t) => {
+  // Found by the HTTP/2 fuzzing: these reached the caller at once as 'other' errors.
+  t.is(classifyError(err('UND_ERR_INFO', 'HTTP/2: "frameError" received - type 1, code 2')), 'refused');
+  t.is(classifyError(err('UND_ERR_INFO', 'HTTP/2: "frameError" received - type 0, code 2')), 'other', 'a DATA frame not sent: the request may have run');
+});
