@@ -7,6 +7,9 @@
 // Every case is one real request over a real socket: HTTP/1.1 over plain TCP (a TLS handshake per
 // case would be most of the cost), HTTP/2 over TLS with ALPN h2, many cases per connection until a
 // case kills it. `npm test` runs FUZZ_CASES (default 300) of each; `npm run fuzz` 100,000.
+// Known: at 100,000 HTTP/2 cases Node 22.23.3 itself has aborted (SIGABRT, node_http2.cc
+// Http2Session::~Http2Session: Assertion current_nghttp2_memory_ == 0, during a GC; cf.
+// nodejs/node#35233, #39951), a crash of the runtime no library code can catch.
 import { once } from 'node:events';
 import { appendFileSync } from 'node:fs';
 import net, { type AddressInfo, type Socket } from 'node:net';
@@ -21,7 +24,8 @@ import { activeResources, leftOver } from '../helpers/leaks.ts';
 const CASES = Number(process.env.FUZZ_CASES ?? 300);
 const BATCH = 2_000;
 const CONCURRENCY = 32;
-const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
+/** Fixed unless FUZZ_SEED says otherwise, so that a run can be repeated (timing still varies). */
+const SEED = Number(process.env.FUZZ_SEED ?? 20261201);
 /** A request must settle by then: header and body timeouts are 400 ms, three attempts, plus a busy machine. */
 const SETTLE_MS = 20_000;
 const HOSTS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
