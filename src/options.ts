@@ -9,6 +9,7 @@ import { TlsState } from './dispatcher/TlsState.ts';
 import { invalidOption } from './errors.ts';
 import { isLogger, type Logger } from './observability/logger.ts';
 import { createResolver, type ResolverContext, type Target } from './resolver/parseTarget.ts';
+import { limitEndpoints } from './resolver/limitEndpoints.ts';
 import type { Resolver } from './resolver/Resolver.ts';
 
 /** The parts of an undici module the balancer builds its connection pools from. */
@@ -198,6 +199,14 @@ export interface BalancerOptions {
    * are. Only while moving one would even the load out. `false` turns it off. Default `{ maxPerSecond: 1 }`.
    */
   rebalanceWatches?: { maxPerSecond?: number } | false;
+  /**
+   * The most endpoints the balancer uses from any listing; beyond it, the lowest priority values
+   * are kept, then the lowest `address:port`, with a `warning` event. A cluster runs a handful of
+   * apiservers (3 to 5 for kubeadm HA), so a listing of hundreds is broken or hostile DNS or
+   * EndpointSlices, which would otherwise cost a probe every `probe.intervalMs` and a connection
+   * pool each. An integer from 1 to 10000. Default 100.
+   */
+  maxEndpoints?: number;
 }
 
 export interface ProbeOptions {
@@ -232,6 +241,7 @@ export const defaultOptions = {
   panicThreshold: 0.5,
   dns: dnsCacheDefaults,
   rebalanceWatches: { maxPerSecond: 1 },
+  maxEndpoints: 100,
 } as const;
 
 /** Options after validation, with defaults applied. */
@@ -273,7 +283,8 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
   const tls = new TlsState(validateTls(options.tls ?? {}));
   const undici = validateUndici(options.undici);
   const bootstrap = validateBootstrap(options.bootstrap);
-  const resolver = createResolver(options.target, { clock, dns, tls: () => tls.current, bootstrap });
+  const maxEndpoints = integerIn('maxEndpoints', options.maxEndpoints ?? defaultOptions.maxEndpoints, 1, 10_000);
+  const resolver = limitEndpoints(createResolver(options.target, { clock, dns, tls: () => tls.current, bootstrap }), maxEndpoints);
   return {
     resolver,
     origin: options.origin === undefined ? undefined : parseOrigin(options.origin),

@@ -11,6 +11,7 @@ import { DnsError } from '../dns/DnsError.ts';
 import { canonical } from '../dns/names.ts';
 import type { DnsLookup, DnsLookupResult } from './DnsResolver.ts';
 import { endpointKey, type EndpointAddress } from './Resolver.ts';
+import { unusableAddress } from './usableAddress.ts';
 
 /** SRV targets are looked up a few at a time, so a 100-record answer does not open 200 sockets at once. */
 const TARGET_CONCURRENCY = 8;
@@ -49,7 +50,7 @@ export function srvLookup(name: string): DnsLookup {
     const byKey = new Map<string, EndpointAddress>();
     for (const r of records) {
       const found = addresses.get(canonical(r.target));
-      const address = found && preferred(found.list);
+      const address = found && preferred(usable(found.list, result));
       if (!address) continue;
       const endpoint: EndpointAddress = {
         address,
@@ -67,7 +68,7 @@ export function srvLookup(name: string): DnsLookup {
     result.endpoints = [...byKey.values()];
     round.end();
     if (result.endpoints.length === 0 && result.errors.length === 0) {
-      return negative(result, new DnsError('NODATA', `${name} SRV`, 'no SRV target has an address'));
+      return negative(result, new DnsError('NODATA', `${name} SRV`, result.dropped.length > 0 ? 'no SRV target has a usable address' : 'no SRV target has an address'));
     }
     return result;
   };
@@ -84,10 +85,10 @@ export function addressLookup(name: string, port: number): DnsLookup {
     round.end();
     const result = fold(empty(), both);
     const found = collect(both);
-    result.endpoints = found.list.map((address) => ({ address, port, ttl: found.ttl, source: 'dns' }));
+    result.endpoints = usable(found.list, result).map((address) => ({ address, port, ttl: found.ttl, source: 'dns' }));
     if (result.endpoints.length === 0 && result.errors.length === 0) {
       const nx = both.some((r) => r.answer?.kind === 'NXDOMAIN');
-      return negative(result, new DnsError(nx ? 'NXDOMAIN' : 'NODATA', `${name} A/AAAA`));
+      return negative(result, new DnsError(nx ? 'NXDOMAIN' : 'NODATA', `${name} A/AAAA`, result.dropped.length > 0 ? 'no usable address' : undefined));
     }
     return result;
   };
@@ -119,7 +120,16 @@ class LastGood {
 }
 
 function empty(): DnsLookupResult {
-  return { endpoints: [], errors: [], stale: false, refreshAt: Infinity };
+  return { endpoints: [], errors: [], stale: false, refreshAt: Infinity, dropped: [] };
+}
+
+/** The addresses that can be dialled; the others go to `result.dropped` (the resolver warns). */
+function usable(addresses: readonly string[], result: DnsLookupResult): string[] {
+  return addresses.filter((address) => {
+    const reason = unusableAddress(address);
+    if (reason && !result.dropped.includes(`${address} (${reason})`)) result.dropped.push(`${address} (${reason})`);
+    return reason === undefined;
+  });
 }
 
 /** Adds the lookups' failures, staleness and refresh times to `result`. */

@@ -417,3 +417,51 @@ test('a failure never shrinks the set even when it outgrows the answer cache', a
     await server.close();
   }
 });
+
+test('unusable addresses from DNS (unspecified, link-local, multicast, broadcast, reserved) are left out with one warning; loopback and private ones stay', async (t) => {
+  const bad = ['0.0.0.0', '169.254.10.1', '224.0.0.1', '255.255.255.255', '240.0.0.1'];
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => {
+      bad.forEach((address, i) => {
+        srv(s, `bad${i}.api.test`, 6443);
+        s.add({ name: `bad${i}.api.test`, type: 'A', data: address });
+      });
+      for (const [i, address] of ['::', 'fe80::1', 'ff02::1', '::ffff:169.254.0.1'].entries()) {
+        srv(s, `bad6-${i}.api.test`, 6443);
+        s.add({ name: `bad6-${i}.api.test`, type: 'AAAA', data: address });
+      }
+      srv(s, 'loop.api.test', 6443);
+      s.add({ name: 'loop.api.test', type: 'A', data: '127.0.0.11' });
+      srv(s, 'private.api.test', 6443);
+      s.add({ name: 'private.api.test', type: 'A', data: '10.0.0.1' });
+      // Dual-stack with a link-local IPv4: its IPv6 address is used instead.
+      srv(s, 'dual.api.test', 6443);
+      s.add({ name: 'dual.api.test', type: 'A', data: '169.254.0.9' }, { name: 'dual.api.test', type: 'AAAA', data: 'fd00::9' });
+    },
+    async (h) => {
+      t.deepEqual(h.last(), ['10.0.0.1:6443/0/10', '127.0.0.11:6443/0/10', 'fd00::9:6443/0/10']);
+      const warnings = h.warnings.filter((w) => /never dialled/.test(w));
+      t.is(warnings.length, 1);
+      t.regex(warnings[0]!, /0\.0\.0\.0 \(unspecified\)/);
+      t.regex(warnings[0]!, /and \d+ more/);
+      t.deepEqual(h.errors, []);
+      h.clock.advance(31_000);
+      await h.resolver.settled();
+      t.is(h.warnings.filter((w) => /never dialled/.test(w)).length, 1, 'the same listing is not warned about again');
+    },
+  );
+});
+
+test('dns: a name whose only addresses are unusable is no endpoint set', async (t) => {
+  await withResolver(
+    'dns:///blocked.api.test.:6443',
+    (s) => s.add({ name: 'blocked.api.test', type: 'A', data: '0.0.0.0' }),
+    (h) => {
+      t.deepEqual(h.sets, []);
+      t.is(h.errors.length, 1);
+      t.regex(h.errors[0]!.message, /no usable address/);
+      t.true(h.warnings.some((w) => /0\.0\.0\.0 \(unspecified\)/.test(w)));
+    },
+  );
+});

@@ -193,6 +193,24 @@ test.serial('no search line in resolv.conf: a short name is looked up in the hos
   });
 });
 
+test.serial('addresses DNS lists that are never dialled (link-local, multicast, broadcast) reach no balancer; a warning says so', async (t) => {
+  const hosts = { 'apiservers.api.test': ['127.0.0.11', '169.254.0.7', '224.0.0.7', '255.255.255.255', 'fe80::7', '::1'] };
+  await withDnsmasq({ zone: 'api.test', ttl: 30, hosts }, async (dnsmasq) => {
+    const balancer = balancerOn(dnsmasq, 'dns:///apiservers.api.test.:6443');
+    const warnings: string[] = [];
+    balancer.on('warning', (w) => warnings.push(w));
+    try {
+      await balancer.ready();
+      t.deepEqual(view(balancer).sort(), ['127.0.0.11:6443 p0 w1', '::1:6443 p0 w1']);
+      await until(() => warnings.length > 0, { what: 'the warning' });
+      t.regex(warnings[0]!, /never dialled, left out: .*169\.254\.0\.7 \(link-local\)/);
+      t.regex(warnings[0]!, /fe80::7 \(link-local\)/);
+    } finally {
+      await balancer.close();
+    }
+  });
+});
+
 test.serial('the harness starts dnsmasq and stops it by PID', async (t) => {
   const dnsmasq = await Dnsmasq.start({ zone: 'api.test' });
   const pid = dnsmasq.pid!;
