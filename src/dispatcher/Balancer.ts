@@ -11,6 +11,7 @@ import { classifyError, type FailureKind } from '../health/classifyError.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
 import { HealthTracker, type EjectReason, type ProbeResult } from '../health/HealthTracker.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
+import { isResourceVersionTooLarge, isShutdown429, isShutdown503 } from '../health/rejections.ts';
 import { retryAfterMs } from '../health/retryAfter.ts';
 import { ejectChannel, pickChannel, retryChannel } from '../observability/channels.ts';
 import { attachLogger } from '../observability/logger.ts';
@@ -370,12 +371,17 @@ export class Balancer extends undici.Dispatcher {
     const { statusCode, headers } = outcome;
     const now = this.#options.clock.now();
     endpoint.lastAnswerAt = now;
-    if (statusCode >= 500) {
+    if (isShutdown503(statusCode, headers, outcome.body)) {
+      this.#health.shuttingDown(endpoint, retryAfterMs(headers['retry-after']));
+    } else if (isResourceVersionTooLarge(statusCode, outcome.body)) {
+      // Its watch cache lags behind the version asked for: an answer about that read, not about its health.
+      this.#health.releaseProbation(endpoint);
+    } else if (statusCode >= 500) {
       endpoint.failures++;
       this.#health.serverError(endpoint);
     } else if (statusCode === 429 && !outcome.eviction) {
       const wait = retryAfterMs(headers['retry-after']);
-      if (isShutdownResponse(headers, outcome.body)) this.#health.shuttingDown(endpoint, wait);
+      if (isShutdown429(headers, outcome.body)) this.#health.shuttingDown(endpoint, wait);
       else this.#health.throttled(endpoint, wait);
     } else {
       this.#budget.earn(now);
@@ -568,17 +574,6 @@ export function createBalancer(options: BalancerOptions): Balancer {
   return new Balancer(options);
 }
 
-
-/**
- * A 429 from an apiserver that is shutting down (`--shutdown-send-retry-after`) rather than from API
- * Priority and Fairness: it closes the connection (HTTP/1.1; on HTTP/2 Go turns that into GOAWAY)
- * and says so in its body, and carries none of APF's `X-Kubernetes-PF-*` headers.
- */
-function isShutdownResponse(headers: Record<string, string | string[] | undefined>, body: string): boolean {
-  if (String(headers.connection ?? '').toLowerCase().includes('close')) return true;
-  if (body.includes('shutting down')) return true;
-  return false;
-}
 
 function isTimeout(error: Error): boolean {
   const code = (error as { code?: unknown }).code;
