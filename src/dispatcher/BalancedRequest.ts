@@ -168,7 +168,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const tried = (this.#tried ??= new Set());
     tried.add(attempt.endpoint);
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
-    if (!endpoint || !this.host.budget.tryAcquire()) return false;
+    if (!endpoint || (reason === 'throttled' && !takesRequests(endpoint)) || !this.host.budget.tryAcquire()) return false;
     this.#next = { endpoint, reason };
     return true;
   }
@@ -341,6 +341,16 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
       this.host.budget.release();
     }
   }
+}
+
+/**
+ * Whether a throttled request may go to `endpoint`: not when it is resting (throttled or ejected) or
+ * draining, which panic mode still offers. When every endpoint is throttled the 429 is the answer,
+ * with its Retry-After: back-pressure for the caller, not a round of retries on servers that are
+ * shedding load.
+ */
+function takesRequests(endpoint: Endpoint): boolean {
+  return endpoint.state !== 'ejected' && endpoint.state !== 'draining';
 }
 
 /** Failures that prove the apiserver never ran the request. */
