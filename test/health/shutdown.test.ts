@@ -15,7 +15,7 @@ const CM = '/api/v1/namespaces/default/configmaps';
 async function call(balancer: Balancer, origin: string, method: string, path: string, body?: unknown, token?: string) {
   const res = await undici.request(`${origin}${path}`, {
     dispatcher: balancer,
-    method: method as undici.Dispatcher.HttpMethod,
+    method: method,
     headers: {
       ...(token ? { authorization: `Bearer ${token}` } : {}),
       'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',

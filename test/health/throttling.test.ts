@@ -5,7 +5,7 @@ import test from 'ava';
 import * as undici from 'undici';
 import { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
 import { certs } from '../../fixtures/certs/index.ts';
-import { createBalancer, type Balancer, type BalancerOptions } from '../../src/index.ts';
+import { createBalancer, type BalancerOptions } from '../../src/index.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { load } from '../helpers/load.ts';
 
