@@ -29,7 +29,7 @@ test('rolling restart of 3 apiservers (default shutdown) under client-node write
       ok[verb]++;
       return result;
     } catch (error) {
-      errors.push(`${verb}: ${(error as { code?: unknown }).code ?? ''} ${(error as Error).message.slice(0, 200)}`);
+      errors.push(`${verb}: ${String((error as { code?: string | number }).code ?? '')} ${(error as Error).message.slice(0, 200)}`);
       return undefined;
     }
   };
@@ -61,7 +61,16 @@ test('rolling restart of 3 apiservers (default shutdown) under client-node write
         const list = await run('list', () => core.listNamespacedConfigMap({ namespace: 'default' }));
         const some = list?.items.at(-1)?.metadata?.name;
         // 404 is an answer: the object may have been deleted since the list.
-        if (some) await run('get', () => core.readNamespacedConfigMap({ name: some, namespace: 'default' }).catch((e: { code?: number }) => (e.code === 404 ? undefined : Promise.reject(e))));
+        if (some) {
+          await run('get', async () => {
+            try {
+              return await core.readNamespacedConfigMap({ name: some, namespace: 'default' });
+            } catch (error) {
+              if ((error as { code?: number }).code === 404) return undefined;
+              throw error;
+            }
+          });
+        }
       }
     };
     const workload = Promise.all([0, 1, 2, 3].map(writer).concat([reader(), reader()]));
@@ -91,7 +100,13 @@ test('rolling restart of 3 apiservers (default shutdown) under client-node write
     for (const verb of VERBS) t.true(ok[verb] > 0, `${verb} ran`);
 
     // Every informer converges to the store.
-    const expected = (): string => JSON.stringify(cluster.store.list(RESOURCES.configmaps, 'default').items.map((o) => `${o.metadata.name}@${o.metadata.resourceVersion}`));
+    const expected = (): string =>
+      JSON.stringify(
+        cluster.store
+          .list(RESOURCES.configmaps, 'default')
+          .items.map((o) => `${o.metadata.name}@${o.metadata.resourceVersion}`)
+          .sort(),
+      );
     const seen = (informer: (typeof informers)[number]): string =>
       JSON.stringify(
         informer
@@ -99,7 +114,7 @@ test('rolling restart of 3 apiservers (default shutdown) under client-node write
           .map((o) => `${o.metadata!.name}@${o.metadata!.resourceVersion}`)
           .sort(),
       );
-    await until(() => informers.every((i) => seen(i) === JSON.stringify(JSON.parse(expected()).sort())), { what: 'the informers to converge', timeoutMs: 30_000 });
+    await until(() => informers.every((i) => seen(i) === expected()), { what: 'the informers to converge', timeoutMs: 30_000 });
     t.pass();
   } finally {
     rolling = false;
