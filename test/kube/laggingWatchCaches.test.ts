@@ -138,9 +138,9 @@ test('informers over lagging watch caches, with watches moved between apiservers
 /** An error with its chain of causes (a BalancerError's per-endpoint causes included). */
 function describe(error: unknown): string {
   const parts: string[] = [];
-  let e = error as { message?: string; code?: unknown; cause?: unknown; causes?: Array<{ endpoint: string; error: Error }> } | undefined;
+  let e = error as { message?: string; code?: string | number; cause?: unknown; causes?: Array<{ endpoint: string; error: Error }> } | undefined;
   for (let depth = 0; e && depth < 5; depth++) {
-    parts.push(`${String(e.code ?? '')} ${e.message ?? String(e)}`.trim());
+    parts.push(`${e.code ?? ''} ${e.message ?? ''}`.trim());
     if (e.causes) parts.push(e.causes.map((c) => `${c.endpoint}: ${c.error.message}`).join('; '));
     e = e.cause as typeof e;
   }
