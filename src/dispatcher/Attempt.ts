@@ -3,16 +3,41 @@ import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
 import { REJECTION_BODY_BYTES } from '../health/rejections.ts';
-import type { AttemptOutcome, BalancedRequest } from './BalancedRequest.ts';
+import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
+import type { ProxyController } from './ProxyController.ts';
+import type { RequestHost } from './RequestHost.ts';
 
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
+/** What an attempt reads of, and reports to, the caller's request it is part of (`BalancedRequest`). */
+export interface AttemptOwner {
+  readonly host: RequestHost;
+  readonly downstream: Handler;
+  readonly proxy: ProxyController;
+  readonly longRunning: boolean;
+  readonly watch: boolean;
+  readonly eviction: boolean;
+  readonly finished: boolean;
+  attemptStarted(attempt: Attempt, controller: Controller, context: unknown): void;
+  holdBack(attempt: Attempt, statusCode: number): boolean;
+  inspects(statusCode: number, headers: Headers): boolean;
+  inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean;
+  commit(): void;
+  heldBackDone(attempt: Attempt): void;
+  watchStarted(attempt: Attempt): void;
+  attemptSettled(attempt: Attempt): void;
+  forward(chunk: Buffer): void;
+  attemptFailed(attempt: Attempt, error: Error, kind: FailureKind): void;
+  upgradeClosed(): void;
+  completed(trailers: Headers): void;
+}
+
 /** One attempt on one endpoint: forwards to the caller unless its response is held back for a retry. */
 export class Attempt implements Handler {
   readonly endpoint: Endpoint;
-  readonly #request: BalancedRequest;
+  readonly #request: AttemptOwner;
   /** Retry attempts hold a unit of the retry budget until they end. */
   readonly #holdsBudget: boolean;
   #controller: Controller | undefined;
@@ -26,7 +51,7 @@ export class Attempt implements Handler {
   #body = '';
   #settled = false;
 
-  constructor(request: BalancedRequest, endpoint: Endpoint, holdsBudget: boolean) {
+  constructor(request: AttemptOwner, endpoint: Endpoint, holdsBudget: boolean) {
     this.#request = request;
     this.endpoint = endpoint;
     this.#holdsBudget = holdsBudget;

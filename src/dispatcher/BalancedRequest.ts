@@ -1,61 +1,28 @@
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { BalancerError } from '../errors.ts';
-import type { FailureKind } from '../health/classifyError.ts';
+import type { FailureKind, RetryReason } from '../health/outcome.ts';
 import { isShutdown503, mayBeShutdown503 } from '../health/rejections.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
-import { Attempt } from './Attempt.ts';
-import type { Totals } from '../observability/stats.ts';
+import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
-import type { RetryBudget } from './RetryBudget.ts';
-import type { Route } from './tls.ts';
+import type { Route } from '../net/tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
+import type { DescribedRequest, RequestHost } from './RequestHost.ts';
+import { isEviction, isIdempotent, notSent, takesThrottledRetry } from './retrySafety.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
-/** How one attempt on one endpoint ended, as health sees it. */
-export type AttemptOutcome =
-  | { type: 'response'; statusCode: number; headers: Headers; body: string; eviction: boolean }
-  | { type: 'error'; kind: FailureKind; error: Error }
-  | { type: 'aborted' };
 
-export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | 'shutdown' | '5xx';
-
-/** A request or connection as diagnostics_channel messages name it; asked only when someone listens. */
-export interface DescribedRequest {
-  describe(): ChannelRequest;
-}
-
-/** What a request (or an https.Agent connection) needs from the balancer. */
-export interface RequestHost {
-  readonly maxAttempts: number;
-  readonly maxReplayBytes: number;
-  readonly budget: RetryBudget;
-  readonly totals: Totals;
-  /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
-  pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
-  /** Sends one attempt to one endpoint. */
-  send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
-  /** The `attempt`-th attempt of `request` goes to `endpoint`. */
-  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): void;
-  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void;
-  retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number, request: DescribedRequest): void;
-  noEndpoints(): BalancerError;
-  /** A watch's response reached the caller; until `watchClosed` it may be moved (watch rebalancing). */
-  watchOpened?(endpoint: Endpoint, watch: MovableWatch): void;
-  watchClosed?(endpoint: Endpoint, watch: MovableWatch): void;
-}
 
 interface Reservation {
   endpoint: Endpoint;
   reason: RetryReason;
 }
-
-const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
 
 /**
  * One caller request across its attempts. A retry goes to another endpoint, never the same one
@@ -65,7 +32,8 @@ const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
  * - 429 from API Priority and Fairness or a shutting-down apiserver, and the default shutdown's 503
  *   "apiserver is shutting down" (`isShutdown503`, told by its body, which is read whole first when
  *   the method may not be repeated): any method (the apiserver rejected the request before running
- *   it) — except the Eviction API, whose 429 is an answer;
+ *   it) — except the Eviction API, whose 429 is an answer; a throttled request only to an endpoint
+ *   that is not resting or draining itself;
  * - reset after the request was written, 5xx, request timeout: GET and HEAD only.
  * A response that reached the caller is never retried, so a watch is never resumed mid-stream.
  *
@@ -75,7 +43,7 @@ const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
  * informer re-watches from the last resourceVersion it saw. client-node's informer stops for good
  * on any error but 410 and timeouts; a clean end is the one outcome every client resumes from.
  */
-export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest {
+export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest, AttemptOwner {
   readonly host: RequestHost;
   readonly downstream: Handler;
   readonly proxy: ProxyController;
@@ -112,8 +80,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.watch = watch;
     this.#route = route;
     const method = opts.method;
-    this.#idempotent = method === 'GET' || method === 'HEAD' || method === 'get' || method === 'head';
-    this.eviction = (method === 'POST' || method === 'post') && EVICTION.test(opts.path);
+    this.#idempotent = isIdempotent(method);
+    this.eviction = isEviction(method, opts.path);
     this.#opts = opts;
     this.proxy = new ProxyController(this);
     host.budget.requests++;
@@ -168,7 +136,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const tried = (this.#tried ??= new Set());
     tried.add(attempt.endpoint);
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
-    if (!endpoint || (reason === 'throttled' && !takesRequests(endpoint)) || !this.host.budget.tryAcquire()) return false;
+    if (!endpoint || (reason === 'throttled' && !takesThrottledRetry(endpoint)) || !this.host.budget.tryAcquire()) return false;
     this.#next = { endpoint, reason };
     return true;
   }
@@ -341,21 +309,6 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
       this.host.budget.release();
     }
   }
-}
-
-/**
- * Whether a throttled request may go to `endpoint`: not when it is resting (throttled or ejected) or
- * draining, which panic mode still offers. When every endpoint is throttled the 429 is the answer,
- * with its Retry-After: back-pressure for the caller, not a round of retries on servers that are
- * shedding load.
- */
-function takesRequests(endpoint: Endpoint): boolean {
-  return endpoint.state !== 'ejected' && endpoint.state !== 'draining';
-}
-
-/** Failures that prove the apiserver never ran the request. */
-function notSent(kind: FailureKind | RetryReason, started: boolean): boolean {
-  return kind === 'connect' || kind === 'tls' || kind === 'refused' || (kind === 'reset' && !started);
 }
 
 function describeError(error: Error): string {
