@@ -56,12 +56,13 @@ function kubeConfigThrough(k8s: ClientNodeModule, yaml: string, dispatcher: Undi
 /**
  * client-node through kube-balancer, attached the documented way: endpoints from the SRV records of
  * the embedded DNS server, TLS and credentials from the kubeconfig. Its server is a name only the
- * balancer gives meaning to here, so it is kept out of the endpoint set (no last resort).
+ * balancer gives meaning to here, so it is kept out of the endpoint set (no last resort). The demo's
+ * time is compressed, its slow start with it.
  */
-export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluster): Promise<DemoClient> {
+export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluster, slowStartMs: number): Promise<DemoClient> {
   const kubeConfig = new k8s.KubeConfig();
   kubeConfig.loadFromString(demo.kubeconfig('kubeBalancer'));
-  const attachment = await attachToKubeConfig(kubeConfig, { target: demo.target, dns: { servers: [demo.dnsServer] }, bootstrap: { lastResort: false } });
+  const attachment = await attachToKubeConfig(kubeConfig, { target: demo.target, dns: { servers: [demo.dnsServer] }, bootstrap: { lastResort: false }, slowStartMs });
   if (!attachment.attached || !attachment.balancer) throw new Error(`kube-balancer did not attach to the kubeconfig: ${attachment.reason ?? 'no reason given'}`);
   const balancer = attachment.balancer;
   return {

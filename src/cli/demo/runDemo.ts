@@ -9,7 +9,7 @@ import { kubeBalancerClient, oneConnectionClient, type ClientLoad, type ClientNo
 import { DemoCluster, USERS, type ClientKey } from './DemoCluster.ts';
 import { LineView } from './LineView.ts';
 import { Meter } from './Meter.ts';
-import { scenario } from './scenario.ts';
+import { demoSlowStartMs, scenario } from './scenario.ts';
 import { CLIENT_KEYS, type DemoEvent, type Snapshot, type View } from './snapshot.ts';
 import { ratioText, summarize, summaryText, type ClientSummary, type DemoSummary } from './summary.ts';
 import { TerminalView } from './TerminalView.ts';
@@ -42,7 +42,7 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
   const demo = await DemoCluster.start(options.servers);
   let clients: Record<ClientKey, DemoClient>;
   try {
-    clients = { kubeBalancer: await kubeBalancerClient(k8s, demo), oneConnection: oneConnectionClient(k8s, demo, demo.l4) };
+    clients = { kubeBalancer: await kubeBalancerClient(k8s, demo, demoSlowStartMs(options.durationMs)), oneConnection: oneConnectionClient(k8s, demo, demo.l4) };
   } catch (error) {
     await demo.close();
     throw error;

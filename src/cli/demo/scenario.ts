@@ -23,8 +23,16 @@ export interface Phase {
  * on crashes and comes back; then everything is up again, and the summary counts where requests go.
  * `oneConnectionAt` says which apiserver the one-connection client's connection goes to now.
  */
+/**
+ * kube-balancer's slow start (10 s by default) shortened like the apiservers' shutdown, so that an
+ * apiserver back from the crash has its full share before the phase "after the restarts".
+ */
+export function demoSlowStartMs(durationMs: number): number {
+  return Math.round(Math.min(10_000, durationMs * 0.08));
+}
+
 export function scenario(apiservers: readonly Apiserver[], workloads: readonly Workload[], durationMs: number, oneConnectionAt: () => Apiserver | undefined): Phase[] {
-  const slot = (0.48 * durationMs) / apiservers.length;
+  const slot = (0.44 * durationMs) / apiservers.length;
   // kube-apiserver's drain and its Shutdown timeout (60 s by default) shortened to fit a slot: the
   // open connections bring requests (each answered 503) for `step`, and watches break at exit.
   const step = Math.round(Math.min(1500, Math.max(200, slot / 3)));
@@ -33,7 +41,7 @@ export function scenario(apiservers: readonly Apiserver[], workloads: readonly W
   for (const [i, apiserver] of apiservers.entries()) {
     phases.push({
       title: `restart ${apiserver.name} (default shutdown)`,
-      atMs: durationMs * 0.05 + i * slot,
+      atMs: durationMs * 0.04 + i * slot,
       disrupts: apiserver.name,
       // One at a time, as a rolling restart goes: a late one waits for the one before to be back.
       run: () => {
@@ -47,7 +55,7 @@ export function scenario(apiservers: readonly Apiserver[], workloads: readonly W
   let crashing: Promise<void> = Promise.resolve();
   const crash: Phase = {
     title: 'crash',
-    atMs: durationMs * 0.56,
+    atMs: durationMs * 0.52,
     run: () => {
       // Named at once, for the live view: where the one connection is now.
       const target = oneConnectionAt() ?? apiservers[0]!;
@@ -60,13 +68,14 @@ export function scenario(apiservers: readonly Apiserver[], workloads: readonly W
   };
   const back: Phase = {
     title: 'crashed apiserver back',
-    atMs: durationMs * 0.62,
+    atMs: durationMs * 0.58,
     run: () => {
       back.title = `${crashed?.name ?? 'crashed apiserver'} back`;
       return crashing.then(() => crashed?.instance.restart());
     },
   };
-  phases.push(crash, back, { title: 'after the restarts: all up', atMs: durationMs * 0.7, after: true });
+  // By then kube-balancer has brought the crashed apiserver back to its full share (`demoSlowStartMs`).
+  phases.push(crash, back, { title: 'after the restarts: all up', atMs: durationMs * 0.75, after: true });
   return phases;
 }
 
