@@ -49,11 +49,12 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
   }
   const view: View = (screen as WriteStream).isTTY ? new TerminalView(screen) : new LineView(screen);
   const events: DemoEvent[] = [];
-  const started = performance.now();
-  const elapsed = (): number => performance.now() - started;
+  // The clock starts with the workload, once the informers have synced: phase times count from there.
+  let started = performance.now();
+  const elapsed = (): number => Math.max(0, performance.now() - started);
   const account = new BalancerAccount(clients.kubeBalancer.balancer!, demo, (text) => events.push({ atMs: elapsed(), text }));
   const workloads = CLIENT_KEYS.map((k) => new Workload(k8s, clients[k], { namespace: USERS[k], qps: QPS, workers: WORKERS }));
-  const meter = new Meter(demo.apiservers, Date.now());
+  let meter = new Meter(demo.apiservers, Date.now());
   const phases = scenario(demo.apiservers, workloads, options.durationMs, () => demo.l4.busiest);
   // What the views get each tick: the parts that do not change are made once.
   const labels = { kubeBalancer: clients.kubeBalancer.label, oneConnection: clients.oneConnection.label };
@@ -73,6 +74,8 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
   try {
     await clients.kubeBalancer.balancer!.ready();
     await Promise.all(workloads.map((w) => w.start()));
+    started = performance.now();
+    meter = new Meter(demo.apiservers, Date.now());
     let phase = 0;
     let stop = false;
     void options.interrupted?.then(() => (stop = true));
