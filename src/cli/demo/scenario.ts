@@ -18,12 +18,6 @@ export interface Phase {
 }
 
 /**
- * The story, in fractions of the run: all up; a rolling restart of every apiserver, one after the
- * other, in kube-apiserver's default shutdown mode; then the apiserver the one-connection client is
- * on crashes and comes back; then everything is up again, and the summary counts where requests go.
- * `oneConnectionAt` says which apiserver the one-connection client's connection goes to now.
- */
-/**
  * kube-balancer's slow start (10 s by default) shortened like the apiservers' shutdown, so that an
  * apiserver back from the crash has its full share before the phase "after the restarts".
  */
@@ -31,10 +25,17 @@ export function demoSlowStartMs(durationMs: number): number {
   return Math.round(Math.min(10_000, durationMs * 0.08));
 }
 
+/**
+ * The story, in fractions of the run: all up; a rolling restart of every apiserver, one after the
+ * other, in kube-apiserver's default shutdown mode; then the apiserver the one-connection client is
+ * on crashes and comes back; then everything is up again, and the summary counts where requests go.
+ * `oneConnectionAt` says which apiserver the one-connection client's connection goes to now.
+ */
 export function scenario(apiservers: readonly Apiserver[], workloads: readonly Workload[], durationMs: number, oneConnectionAt: () => Apiserver | undefined): Phase[] {
   const slot = (0.44 * durationMs) / apiservers.length;
-  // kube-apiserver's drain and its Shutdown timeout (60 s by default) shortened to fit a slot: the
-  // open connections bring requests (each answered 503) for `step`, and watches break at exit.
+  // kube-apiserver's drain and its Shutdown timeout (60 s by default; research/landscape-2026.md,
+  // fixtures/apiserver/ShutdownSequence.ts) shortened to fit a slot: open connections bring
+  // requests (each answered 503) for `step`, and watches break at the exit, `step` later.
   const step = Math.round(Math.min(1500, Math.max(200, slot / 3)));
   const phases: Phase[] = [{ title: 'all apiservers up', atMs: 0 }];
   let previous: Promise<void> = Promise.resolve();
