@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
+import { isPointRead } from '../balancer/load/isPointRead.ts';
 import { BalancerError } from '../errors.ts';
 import { classifyError, type FailureKind } from '../health/classifyError.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
@@ -27,6 +28,8 @@ export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsiv
 /** A request or connection as diagnostics_channel messages name it; asked only when someone listens. */
 export interface DescribedRequest {
   describe(): ChannelRequest;
+  /** A short GET of one object, whose latency is a measure of the endpoint's load. */
+  readonly timed?: boolean;
 }
 
 /** What a request (or an https.Agent connection) needs from the balancer. */
@@ -39,9 +42,9 @@ export interface RequestHost {
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
   send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
-  /** The `attempt`-th attempt of `request` goes to `endpoint`. */
-  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): void;
-  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void;
+  /** The `attempt`-th attempt of `request` goes to `endpoint`; returns its start time if `request.timed`, else NaN. */
+  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): number;
+  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome, startedAt?: number): void;
   retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number, request: DescribedRequest): void;
   noEndpoints(): BalancerError;
   /** A watch's response reached the caller; until `watchClosed` it may be moved (watch rebalancing). */
@@ -80,6 +83,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   /** A watch (`watch=true` or a `/watch/` path): its stream can end cleanly at an event boundary. */
   readonly watch: boolean;
   readonly eviction: boolean;
+  readonly timed: boolean;
   readonly #opts: DispatchOptions;
   readonly #route: Route;
   readonly #idempotent: boolean;
@@ -111,6 +115,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const method = opts.method;
     this.#idempotent = method === 'GET' || method === 'HEAD' || method === 'get' || method === 'head';
     this.eviction = (method === 'POST' || method === 'post') && EVICTION.test(opts.path);
+    this.timed = !longRunning && isPointRead(method, opts.path);
     this.#opts = opts;
     this.proxy = new ProxyController(this);
     host.budget.requests++;
@@ -143,7 +148,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #send(endpoint: Endpoint, retry: boolean): void {
     this.#attempts++;
     const attempt = new Attempt(this, endpoint, retry);
-    this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
+    attempt.startedAt = this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);
     } catch (error) {
@@ -331,6 +336,8 @@ class Attempt implements Handler {
   #controller: Controller | undefined;
   #moved = false;
   started = false;
+  /** Clock time it was sent, for a timed request; NaN otherwise. */
+  startedAt = NaN;
   #heldBack = false;
   #statusCode = 0;
   #headers: Headers = {};
@@ -432,7 +439,7 @@ class Attempt implements Handler {
     if (this.#settled) return;
     this.#settled = true;
     if (this.#holdsBudget) this.#request.host.budget.release();
-    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome);
+    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome, this.startedAt);
     this.#request.attemptSettled(this);
   }
 }

@@ -296,12 +296,14 @@ export class Balancer extends undici.Dispatcher {
         endpoint.inFlight++;
         endpoint.requests++;
         if (longRunning) endpoint.streams++;
+        return request.timed === true ? this.#set.timedStart(endpoint) : NaN;
       },
-      attemptEnded: (endpoint, longRunning, outcome) => {
+      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => {
         endpoint.inFlight--;
         if (longRunning) endpoint.streams--;
         endpoint.outcomes[outcomeIndex(outcome)]!++;
         this.#judge(endpoint, outcome);
+        if (!longRunning) this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome));
       },
       retrying: (from, to, reason, attempt, request) => {
         if (retryChannel.hasSubscribers) {
@@ -578,6 +580,11 @@ function isShutdownResponse(headers: Record<string, string | string[] | undefine
   if (String(headers.connection ?? '').toLowerCase().includes('close')) return true;
   if (body.includes('shutting down')) return true;
   return false;
+}
+
+/** An answer the apiserver computed: its time is a measure of how loaded it is (a 429 or 5xx is not). */
+function measuresServing(outcome: AttemptOutcome): boolean {
+  return outcome.type === 'response' && outcome.statusCode < 500 && outcome.statusCode !== 429;
 }
 
 function isTimeout(error: Error): boolean {
