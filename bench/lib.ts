@@ -80,15 +80,35 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
-/** Starts bench/server.ts in a child process and returns its port and a stop function. */
-export async function startServerProcess(host: string, protocol: 'h1' | 'h2'): Promise<{ port: number; stop: () => Promise<void> }> {
-  const child: ChildProcess = fork(join(import.meta.dirname, 'server.ts'), [host, protocol], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+export interface ServerProcess {
+  port: number;
+  child: ChildProcess;
+  /** Sends a control message (`{ serviceMs }`, `{ drain: true }`; see bench/server.ts). */
+  send: (message: object) => void;
+  stop: () => Promise<void>;
+}
+
+/**
+ * Starts bench/server.ts in a child process and returns its port and a stop function. `port` 0 is
+ * any free port; `slots` > 0 makes it capacity-bound, each request taking `serviceMs`.
+ */
+export async function startServerProcess(host: string, protocol: 'h1' | 'h2', { port = 0, slots = 0, serviceMs = 0 } = {}): Promise<ServerProcess> {
+  const child: ChildProcess = fork(join(import.meta.dirname, 'server.ts'), [host, protocol, String(port), String(slots), String(serviceMs)], {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  });
   const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
-  const port = Number(chunk.toString().trim());
+  const line = chunk.toString().trim();
+  if (line.startsWith('error')) {
+    await once(child, 'exit');
+    throw Object.assign(new Error(`bench server on ${host}:${port}: ${line}`), { code: line.slice(6) });
+  }
   return {
-    port,
+    port: Number(line),
+    child,
+    send: (message) => void child.send(message),
     stop: async () => {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGCONT'); // a black hole is a stopped process, which would not see SIGTERM
       child.kill();
       await once(child, 'exit');
     },

@@ -31,10 +31,13 @@ const MIN_FACTOR = 0.002;
  */
 const STALE_MS = 3_000;
 /**
- * Requests in flight with none finishing for this many times the latency estimate: the endpoint
- * stopped answering, and the time it has been silent is its cost until it answers again.
+ * Requests in flight with none finishing for this many times the latency estimate, plus
+ * `STALL_MS`: the endpoint stopped answering, and the time it has been silent is its cost until
+ * it answers again. The margin keeps a pause of our own event loop (which delays every answer
+ * alike, but not every endpoint's in the same window) from passing for a silent endpoint.
  */
 const STALL_RATIO = 2;
+const STALL_MS = 250;
 /** Factors that moved by less than this ratio do not rebuild the picker. */
 const NOTABLE = 1.1;
 
@@ -54,7 +57,7 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
     const silent = estimate.silentFor(now);
     let cost = estimate.value;
     let at = estimate.sampledAt;
-    if (cost === cost && silent > STALL_RATIO * cost) {
+    if (cost === cost && silent > STALL_RATIO * cost + STALL_MS) {
       cost = silent;
       at = now;
     }
