@@ -59,7 +59,7 @@ interface Client {
   proxyPid?: number | undefined;
 }
 
-type Make = (servers: ServerProcess[]) => Promise<Client>;
+type Make = (servers: ServerProcess[]) => Client | Promise<Client>;
 
 const viaDispatcher = (dispatcher: Dispatcher, origin?: string) => async (signal: AbortSignal): Promise<number> => {
   const res = await dispatcher.request({ ...(origin ? { origin } : {}), path: PATH, method: 'GET', headers: { host: `${APISERVER_NAME}:6443` }, signal });
@@ -70,7 +70,7 @@ const viaDispatcher = (dispatcher: Dispatcher, origin?: string) => async (signal
 const addresses = (servers: ServerProcess[]): string[] => servers.map((s, i) => `${HOSTS[i]}:${s.port}`);
 
 function kubeBalancer(policy?: Policy): Make {
-  return async (servers) => {
+  return (servers) => {
     const balancer = createBalancer({ target: `static:///${addresses(servers).join(',')}`, tls: { ca: certs.ca }, ...(policy ? { policy } : {}) });
     return { send: viaDispatcher(balancer, `https://${APISERVER_NAME}:6443`), close: () => balancer.close() };
   };
@@ -94,15 +94,15 @@ function haproxy(mode: 'tcp' | 'http', balance: 'roundrobin' | 'leastconn'): Mak
 export const CLIENTS: Record<string, Make> = {
   'kube-balancer': kubeBalancer(),
   'kube-balancer least-request': kubeBalancer('least-request'),
-  'undici Pool (one server)': async (servers) => {
+  'undici Pool (one server)': (servers) => {
     const pool = new Pool(`https://${addresses(servers)[0]}`, { connect: tls });
     return { send: viaDispatcher(pool), close: () => pool.destroy() };
   },
-  'undici BalancedPool': async (servers) => {
+  'undici BalancedPool': (servers) => {
     const pool = new BalancedPool(addresses(servers).map((a) => `https://${a}`), { connect: tls });
     return { send: viaDispatcher(pool), close: () => pool.destroy() };
   },
-  'undici interceptors.dns': async (servers) => {
+  'undici interceptors.dns': (servers) => {
     const agent = new Agent({ connect: tls });
     type Lookup = (origin: unknown, opts: unknown, cb: (err: Error | null, addresses: Array<{ address: string; family: number }>) => void) => void;
     const lookup: Lookup = (_origin, _opts, cb) => cb(null, HOSTS.map((address) => ({ address, family: 4 })));
@@ -248,7 +248,7 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
     p50: round(percentile(latencies, 0.5)),
     p99: round(percentile(latencies, 0.99)),
     max: round(latencies.at(-1) ?? 0),
-    cpuUs: round(((cpu!.user + cpu!.system) / Math.max(1, samples.length))),
+    cpuUs: cpu ? round((cpu.user + cpu.system) / Math.max(1, samples.length)) : NaN,
     proxyCpuUs: Number.isNaN(proxyCpu) ? null : round(proxyCpu / Math.max(1, samples.length)),
     share: served.map((n) => Math.round((1000 * n) / sum) / 1000),
   };
