@@ -59,6 +59,8 @@ export function simulate(options: {
   request?: (i: number) => SimulatedRequest;
   picker?: Partial<PickerOptions>;
   seed?: number;
+  /** Mean of an exponentially distributed extra delay on every answer (ms): a busy machine's noise. */
+  jitterMs?: number;
 }): Simulation {
   const clock = new FakeClock();
   const random = seeded(options.seed ?? 1);
@@ -99,12 +101,13 @@ export function simulate(options: {
     const startedAt = timed ? set.timedStart(endpoint) : NaN;
     clock.setTimeout(() => {
       serve(servers[i]!, cost, () => {
+        const noise = options.jitterMs ? -Math.log(1 - random()) * options.jitterMs : 0;
         clock.setTimeout(() => {
           endpoint.inFlight--;
           set.shortEnded(endpoint, startedAt, false);
           done.push({ at, ms: clock.now() - at, server: i });
           then?.();
-        }, 0.2);
+        }, 0.2 + noise);
       });
     }, 0.2);
   };

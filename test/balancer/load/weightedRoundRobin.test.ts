@@ -102,3 +102,14 @@ test("'round-robin' and 'least-request' keep no load factor", (t) => {
     t.deepEqual(factors(sim), [1, 1, 1], policy);
   }
 });
+
+test('noise on every answer (a busy client machine) narrows the gap, and the slow one still gets little', (t) => {
+  // An exponentially distributed extra 20 ms on every answer, whatever the server: the ratio of a
+  // 100-ms server to a 20-ms one shrinks from 5 to about 2.5, and so does the penalty.
+  const sim = simulate({ serviceMs: [20, 20, 100], rate: 110, jitterMs: 20 });
+  const from = sim.clock.now() + 2_000;
+  sim.run(10_000);
+  const share = sim.share(2, from, from + 8_000);
+  t.true(share < 0.05, `${share}`);
+  t.true(share > 0.007, 'more than without noise: the limit of a latency ratio');
+});
