@@ -28,8 +28,6 @@ export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsiv
 /** A request or connection as diagnostics_channel messages name it; asked only when someone listens. */
 export interface DescribedRequest {
   describe(): ChannelRequest;
-  /** A short GET of one object, whose latency is a measure of the endpoint's load. */
-  readonly timed?: boolean;
 }
 
 /** What a request (or an https.Agent connection) needs from the balancer. */
@@ -42,7 +40,7 @@ export interface RequestHost {
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
   send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
-  /** The `attempt`-th attempt of `request` goes to `endpoint`; returns its start time if `request.timed`, else NaN. */
+  /** The `attempt`-th attempt of `request` goes to `endpoint`; returns its clock time if it is a timed BalancedRequest, else NaN. */
   attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): number;
   attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome, startedAt?: number): void;
   retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number, request: DescribedRequest): void;
@@ -83,6 +81,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   /** A watch (`watch=true` or a `/watch/` path): its stream can end cleanly at an event boundary. */
   readonly watch: boolean;
   readonly eviction: boolean;
+  /** A short GET of one object: its latency measures the endpoint's load (see `isPointRead`). */
   readonly timed: boolean;
   readonly #opts: DispatchOptions;
   readonly #route: Route;
@@ -299,10 +298,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.downstream.onResponseEnd?.(this.proxy, trailers);
   }
 
-  /**
-   * Ends the request with an error. When retrying was allowed but every endpoint tried failed (or no
-   * other could take it), the error names each endpoint's cause.
-   */
+  /** Ends the request with an error; when retrying was allowed but failed everywhere, the error names each endpoint's cause. */
   #fail(error: Error, exhausted: boolean): void {
     if (this.finished) return;
     let reported = error;
@@ -336,7 +332,6 @@ class Attempt implements Handler {
   #controller: Controller | undefined;
   #moved = false;
   started = false;
-  /** Clock time it was sent, for a timed request; NaN otherwise. */
   startedAt = NaN;
   #heldBack = false;
   #statusCode = 0;

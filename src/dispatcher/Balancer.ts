@@ -296,7 +296,7 @@ export class Balancer extends undici.Dispatcher {
         endpoint.inFlight++;
         endpoint.requests++;
         if (longRunning) endpoint.streams++;
-        return request.timed === true ? this.#set.timedStart(endpoint) : NaN;
+        return request instanceof BalancedRequest && request.timed ? this.#set.timedStart(endpoint) : NaN;
       },
       attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => {
         endpoint.inFlight--;
