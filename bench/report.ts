@@ -3,6 +3,8 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Row } from './compare.ts';
+import { simulate } from '../test/helpers/loadSimulation.ts';
+import { percentile } from './lib.ts';
 import { barChart } from './svg.ts';
 
 interface Run {
@@ -92,10 +94,11 @@ export function report(runs: Run[]): string {
     ['one slow server, light load: p99 ≤ 26 ms', (run) => String(find(run, 'slow-light', kb)?.p99 ?? '–')],
     ['… and below haproxy leastconn\'s p99', (run) => String(find(run, 'slow-light', 'haproxy http leastconn')?.p99 ?? '–')],
     ['equal servers: throughput ÷ ideal ≥ 0.98', (run) => String(find(run, 'equal', kb)?.throughput ?? '–')],
+    ['(noise floor: undici Pool to one fast server, light-load p99)', (run) => String(find(run, 'slow-light', 'undici Pool (one server)')?.p99 ?? '–')],
   ];
   lines.push('## Targets (issue 14) for kube-balancer\'s default', '', '| target | ' + runs.map((_, k) => `run ${k + 1}`).join(' | ') + ' |', '|---|' + runs.map(() => '---|').join(''));
   for (const [name, value] of targets) lines.push(`| ${name} | ${runs.map(value).join(' | ')} |`);
-  lines.push('');
+  lines.push('', ...simulated(), '');
   for (const scenario of scenarios) {
     lines.push(`## ${scenario}`, '', SCENARIOS[scenario] ?? '', '');
     lines.push('| client | throughput ÷ ideal | p50 ms | p99 ms | max ms | failed | CPU µs/req | proxy µs/req | share |', '|---|---|---|---|---|---|---|---|---|');
@@ -119,6 +122,35 @@ export function report(runs: Run[]): string {
   writeFileSync(join(chartsDir, 'cpu.svg'), barChart({ title: 'equal servers: client CPU µs per request', labels: clients, series: series('equal', (r) => r.cpuUs), unit: ' µs' }));
   lines.push('## CPU per request', '', 'Equal servers, saturated: the client process\'s CPU time per request (proxy CPU not included).', '', '![CPU per request](bench/charts/cpu.svg)', '');
   return lines.join('\n');
+}
+
+/**
+ * The same set-ups on a fake clock (test/helpers/loadSimulation.ts: the real EndpointSet before
+ * simulated 4-slot servers, ±5 % service time, no machine noise), for the policies alone.
+ */
+function simulated(): string[] {
+  const rows: string[] = [];
+  for (const policy of ['weighted-round-robin', 'round-robin', 'least-request'] as const) {
+    const figure = (serviceMs: number[], load: { rate?: number; concurrency?: number }, ideal: number): { throughput: number; p99: number } => {
+      const sim = simulate({ serviceMs, ...load, picker: { policy } });
+      const from = sim.clock.now() + 2_000;
+      sim.run(10_000);
+      const done = sim.done.filter((d) => d.at >= from);
+      return { throughput: Math.round((done.length / 8 / ideal) * 1000) / 1000, p99: Math.round(percentile(done.map((d) => d.ms).sort((a, b) => a - b), 0.99) * 10) / 10 };
+    };
+    const slow = figure([20, 20, 100], { concurrency: 64 }, 440);
+    const light = figure([20, 20, 100], { rate: 110 }, 110);
+    const equal = figure([20, 20, 20], { concurrency: 64 }, 600);
+    rows.push(`| ${policy} | ${slow.throughput} | ${light.p99} | ${equal.throughput} |`);
+  }
+  return [
+    'The same set-ups on a fake clock (the real picker before simulated servers, no machine noise;',
+    '`test/balancer/load/weightedRoundRobin.test.ts` asserts the targets there):',
+    '',
+    '| policy (simulated) | slow, saturated: ÷ ideal | slow, light: p99 ms | equal, saturated: ÷ ideal |',
+    '|---|---|---|---|',
+    ...rows,
+  ];
 }
 
 if (import.meta.main) {
