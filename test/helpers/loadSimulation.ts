@@ -1,7 +1,7 @@
 import type { Endpoint } from '../../src/balancer/Endpoint.ts';
 import { EndpointSet, type PickerOptions } from '../../src/balancer/EndpointSet.ts';
 import { FakeClock } from './FakeClock.ts';
-import { address } from './endpoints.ts';
+import { address, pickerOptions } from './endpoints.ts';
 
 /** A capacity-bound server: `slots` requests at once, the rest wait in order (an apiserver's APF seats, roughly). */
 export interface SimulatedServer {
@@ -35,7 +35,7 @@ export interface Simulation {
 }
 
 /** A seeded PRNG (mulberry32), so that every run of a test sees the same service-time jitter. */
-export function seeded(seed: number): () => number {
+function seeded(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -64,7 +64,7 @@ export function simulate(options: {
 }): Simulation {
   const clock = new FakeClock();
   const random = seeded(options.seed ?? 1);
-  const set = new EndpointSet(clock, { slowStartMs: 0, ...options.picker });
+  const set = new EndpointSet(clock, pickerOptions({ slowStartMs: 0, ...options.picker }));
   set.update(options.serviceMs.map((_, i) => address(i)));
   const endpoints = set.list();
   const index = new Map<Endpoint, number>(endpoints.map((e, i) => [e, i]));
