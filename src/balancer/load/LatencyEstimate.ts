@@ -20,6 +20,8 @@ const FALL_MS = 1_000;
 export class LatencyEstimate {
   /** Moving average of completed samples, ms; NaN before the first. */
   value = NaN;
+  /** Samples taken (answers that measured serving time). */
+  samples = 0;
   /** Clock time of the last sample that moved `value`; −Infinity before the first. */
   sampledAt = -Infinity;
   /** Timed requests sent and not finished. */
@@ -41,6 +43,7 @@ export class LatencyEstimate {
   end(now: number, ms: number, censored: boolean): void {
     if (this.inFlight > 0) this.inFlight--;
     this.#waitingSince = now;
+    if (!censored) this.samples++;
     const value = this.value;
     if (value !== value) {
       if (!censored) {

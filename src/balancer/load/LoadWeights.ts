@@ -38,6 +38,11 @@ const STALE_MS = 3_000;
  */
 const STALL_RATIO = 2;
 const STALL_MS = 250;
+/**
+ * An endpoint is judged by its latency once it has answered this many timed requests: before that,
+ * one answer that happened to be slow (a 6-ms GET beside 2-ms ones) would be all the evidence.
+ */
+const MIN_SAMPLES = 5;
 /** Factors that moved by less than this ratio do not rebuild the picker. */
 const NOTABLE = 1.1;
 
@@ -55,7 +60,7 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
   for (const endpoint of endpoints) {
     const estimate = endpoint.latency;
     const silent = estimate.silentFor(now);
-    let cost = estimate.value;
+    let cost = estimate.samples >= MIN_SAMPLES ? estimate.value : NaN;
     let at = estimate.sampledAt;
     if (cost === cost && silent > STALL_RATIO * cost + STALL_MS) {
       cost = silent;
