@@ -174,6 +174,14 @@ export interface BalancerOptions {
    * are. Only while moving one would even the load out. `false` turns it off. Default `{ maxPerSecond: 1 }`.
    */
   rebalanceWatches?: { maxPerSecond?: number } | false;
+  /**
+   * The most endpoints the balancer uses from any listing; beyond it, the lowest priority values
+   * are kept, then the lowest `address:port`, with a `warning` event. A cluster runs a handful of
+   * apiservers (3 to 5 for kubeadm HA), so a listing of hundreds is broken or hostile DNS or
+   * EndpointSlices, which would otherwise cost a probe every `probe.intervalMs` and a connection
+   * pool each. An integer from 1 to 10000. Default 100.
+   */
+  maxEndpoints?: number;
 }
 
 export interface ProbeOptions {
@@ -208,4 +216,5 @@ export const defaultOptions = {
   panicThreshold: 0.5,
   dns: dnsCacheDefaults,
   rebalanceWatches: { maxPerSecond: 1 },
+  maxEndpoints: 100,
 } as const;
