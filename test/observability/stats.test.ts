@@ -31,7 +31,7 @@ test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint out
       servers.map((s) => [`${s.host}:${s.port}`, 100, 100, 0, 'ready']),
     );
     t.like(stats.totals, { requests: 300, inFlight: 0, failed: 0 });
-    t.deepEqual(stats.picker, { policy: 'round-robin', panic: false });
+    t.deepEqual(stats.picker, { policy: 'weighted-round-robin', panic: false });
     t.true(stats.budget.credit > 0, 'successes earn retry credit');
 
     t.is(await get(balancer, '/fail'), 500, 'the last attempt’s 500 reaches the caller');
