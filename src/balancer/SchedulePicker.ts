@@ -11,6 +11,7 @@ export class SchedulePicker implements Picker {
   readonly #candidates: Candidates;
   readonly #endpoints: readonly Endpoint[];
   readonly #weights: Float64Array;
+  readonly #streamWeights: Float64Array;
   readonly #schedule: Schedule;
   readonly #leastRequest: boolean;
   /** xorshift32 state: `Math.random()` would allocate a heap number per pick. */
@@ -20,6 +21,7 @@ export class SchedulePicker implements Picker {
     this.#candidates = candidates;
     this.#endpoints = candidates.endpoints;
     this.#weights = candidates.weights;
+    this.#streamWeights = candidates.streamWeights;
     this.#schedule = schedule;
     this.#leastRequest = policy === 'least-request';
   }
@@ -52,7 +54,7 @@ export class SchedulePicker implements Picker {
    */
   #fewestStreams(exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined {
     const endpoints = this.#endpoints;
-    const weights = this.#weights;
+    const weights = this.#streamWeights;
     let best = -1;
     let bestUrgency = NaN; // computed on the first tie only
     for (let i = 0; i < endpoints.length; i++) {

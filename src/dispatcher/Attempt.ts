@@ -43,6 +43,8 @@ export class Attempt implements Handler {
   #controller: Controller | undefined;
   #moved = false;
   started = false;
+  /** Clock time it was sent, for a timed request; NaN otherwise. */
+  startedAt = NaN;
   #heldBack = false;
   /** A response read whole before the request decides whether it goes elsewhere (`BalancedRequest.inspects`). */
   #inspected: Inspected | undefined;
@@ -175,7 +177,7 @@ export class Attempt implements Handler {
     if (this.#settled) return;
     this.#settled = true;
     if (this.#holdsBudget) this.#request.host.budget.release();
-    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome);
+    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome, this.startedAt);
     this.#request.attemptSettled(this);
   }
 }

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
+import { isPointRead } from '../balancer/load/isPointRead.ts';
 import { BalancerError } from '../errors.ts';
 import type { FailureKind, RetryReason } from '../health/outcome.ts';
 import { isShutdown503, mayBeShutdown503 } from '../health/rejections.ts';
@@ -51,6 +52,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   /** A watch (`watch=true` or a `/watch/` path): its stream can end cleanly at an event boundary. */
   readonly watch: boolean;
   readonly eviction: boolean;
+  /** A short GET of one object: its latency measures the endpoint's load (see `isPointRead`). */
+  readonly timed: boolean;
   readonly #opts: DispatchOptions;
   readonly #route: Route;
   readonly #idempotent: boolean;
@@ -82,6 +85,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const method = opts.method;
     this.#idempotent = isIdempotent(method);
     this.eviction = isEviction(method, opts.path);
+    this.timed = !longRunning && isPointRead(method, opts.path);
     this.#opts = opts;
     this.proxy = new ProxyController(this);
     host.budget.requests++;
@@ -114,7 +118,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #send(endpoint: Endpoint, retry: boolean): void {
     this.#attempts++;
     const attempt = new Attempt(this, endpoint, retry);
-    this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
+    attempt.startedAt = this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);
     } catch (error) {
@@ -283,10 +287,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.downstream.onResponseEnd?.(this.proxy, trailers);
   }
 
-  /**
-   * Ends the request with an error. When retrying was allowed but every endpoint tried failed (or no
-   * other could take it), the error names each endpoint's cause.
-   */
+  /** Ends the request with an error; when retrying was allowed but failed everywhere, the error names each endpoint's cause. */
   #fail(error: Error, exhausted: boolean): void {
     if (this.finished) return;
     let reported = error;

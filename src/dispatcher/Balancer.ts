@@ -8,7 +8,7 @@ import { BalancerError } from '../errors.ts';
 import { HealthTracker, type ProbeResult } from '../health/HealthTracker.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
 import { OutcomeJudge } from '../health/OutcomeJudge.ts';
-import type { AttemptOutcome } from '../health/outcome.ts';
+import { measuresServing, type AttemptOutcome } from '../health/outcome.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { ProbeSender } from '../health/sendProbe.ts';
 import { withHost } from '../net/headers.ts';
@@ -268,12 +268,14 @@ export class Balancer extends undici.Dispatcher {
         endpoint.inFlight++;
         endpoint.requests++;
         if (longRunning) endpoint.streams++;
+        return request instanceof BalancedRequest && request.timed ? this.#set.timedStart(endpoint) : NaN;
       },
-      attemptEnded: (endpoint, longRunning, outcome) => {
+      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => {
         endpoint.inFlight--;
         if (longRunning) endpoint.streams--;
         endpoint.outcomes[outcomeIndex(outcome)]!++;
         this.#judge.judge(endpoint, outcome);
+        if (!longRunning) this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome));
       },
       retrying: (from, to, reason, attempt, request) => {
         if (retryChannel.hasSubscribers) {

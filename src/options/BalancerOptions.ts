@@ -135,7 +135,10 @@ export interface BalancerOptions {
   /** Time source for every timer and measurement. For tests; default: the system clock. */
   clock?: Clock;
   /**
-   * How short requests are spread. `'round-robin'` (default): weighted and deterministic, each
+   * How short requests are spread. `'weighted-round-robin'` (default): the round robin below, each
+   * endpoint's weight also scaled down while it answers short GETs slower than the fastest endpoint
+   * (or stops answering), recomputed at most every 100 ms; alike endpoints keep exactly the plain
+   * round robin. `'round-robin'`: weighted (SRV weights, health, slow start) and deterministic, each
    * endpoint within a pick or two of its share in any stretch of requests. `'least-request'`: power
    * of two choices between the round robin's next endpoint and a random one, by in-flight requests
    * per unit of weight; for workloads whose requests differ a lot in cost. Long-running requests
@@ -208,7 +211,7 @@ export const defaultOptions = {
   maxEjectionMs: 30_000,
   maxEjectionPercent: 50,
   probe: { path: '/readyz', intervalMs: 2_000, timeoutMs: 1_000, headers: {} },
-  policy: 'round-robin',
+  policy: 'weighted-round-robin',
   slowStartMs: 10_000,
   panicThreshold: 0.5,
   dns: dnsCacheDefaults,

@@ -111,7 +111,7 @@ function validateHeaders(field: string, headers: unknown): void {
   }
 }
 
-const policies: readonly Policy[] = ['round-robin', 'least-request'];
+const policies: readonly Policy[] = ['weighted-round-robin', 'round-robin', 'least-request'];
 
 function validatePolicy(policy: unknown): Policy {
   if (!policies.includes(policy as Policy)) throw invalidOption('policy', policy, `must be one of ${policies.map((p) => `'${p}'`).join(', ')}`);
