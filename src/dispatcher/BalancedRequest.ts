@@ -17,6 +17,9 @@ type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
+/** An attempt's headers until it has a response: one object shared by all, read and never written. */
+const NO_HEADERS: Headers = Object.freeze({});
+
 
 
 interface Reservation {
@@ -301,7 +304,7 @@ class Attempt implements Handler {
   started = false;
   #heldBack = false;
   #statusCode = 0;
-  #headers: Headers = {};
+  #headers: Headers = NO_HEADERS;
   #body = '';
   #settled = false;
 
