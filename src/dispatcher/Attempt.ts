@@ -34,6 +34,9 @@ export interface AttemptOwner {
   completed(trailers: Headers): void;
 }
 
+/** An attempt's headers until it has a response: one object shared by all, read and never written. */
+const NO_HEADERS: Headers = Object.freeze({});
+
 /** One attempt on one endpoint: forwards to the caller unless its response is held back for a retry. */
 export class Attempt implements Handler {
   readonly endpoint: Endpoint;
@@ -49,7 +52,7 @@ export class Attempt implements Handler {
   /** A response read whole before the request decides whether it goes elsewhere (`BalancedRequest.inspects`). */
   #inspected: Inspected | undefined;
   #statusCode = 0;
-  #headers: Headers = {};
+  #headers: Headers = NO_HEADERS;
   #body = '';
   #settled = false;
 
