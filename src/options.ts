@@ -192,12 +192,16 @@ export interface BalancerOptions {
   logger?: Logger;
   /**
    * When an endpoint joins or comes back, open watches move to it gradually: at most `maxPerSecond`
-   * times a second the oldest watch on the most loaded endpoint (open streams per unit of weight) is
-   * ended for the caller at an event boundary, exactly as an apiserver ends a watch at its timeout,
-   * and the caller's informer re-watches from its last resourceVersion, where the fewest streams
-   * are. Only while moving one would even the load out. `false` turns it off. Default `{ maxPerSecond: 1 }`.
+   * times a second the oldest watch on the endpoint furthest above its quota (the client's watches
+   * shared out by weight, rounded at random per client so that a fleet of clients comes out even)
+   * is ended for the caller at an event boundary, exactly as an apiserver ends a watch at its
+   * timeout, and the caller's informer re-watches from its last resourceVersion, on the endpoint
+   * furthest below. Moves begin once the endpoint has been ready for `graceMs` (plus up to a third
+   * of it at random): a restarted apiserver's watch cache starts at the resourceVersion it started
+   * from and answers older watches 410, which makes informers re-list; watches get a bookmark about
+   * once a minute. `false` turns it off. Default `{ maxPerSecond: 1, graceMs: 60000 }`.
    */
-  rebalanceWatches?: { maxPerSecond?: number } | false;
+  rebalanceWatches?: { maxPerSecond?: number; graceMs?: number } | false;
 }
 
 export interface ProbeOptions {
@@ -231,7 +235,7 @@ export const defaultOptions = {
   slowStartMs: 10_000,
   panicThreshold: 0.5,
   dns: dnsCacheDefaults,
-  rebalanceWatches: { maxPerSecond: 1 },
+  rebalanceWatches: { maxPerSecond: 1, graceMs: 60_000 },
 } as const;
 
 /** Options after validation, with defaults applied. */
@@ -258,7 +262,7 @@ export interface ResolvedOptions {
   slowStartMs: number;
   panicThreshold: number;
   logger: Logger | undefined;
-  rebalanceWatches: { maxPerSecond: number } | false;
+  rebalanceWatches: { maxPerSecond: number; graceMs: number } | false;
 }
 
 /** TLS options after validation. */
@@ -303,10 +307,10 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
 function validateRebalance(rebalance: BalancerOptions['rebalanceWatches']): ResolvedOptions['rebalanceWatches'] {
   if (rebalance === false) return false;
   if (rebalance === undefined) return { ...defaultOptions.rebalanceWatches };
-  if (typeof rebalance !== 'object' || rebalance === null) throw invalidOption('rebalanceWatches', rebalance, 'must be { maxPerSecond } or false');
+  if (typeof rebalance !== 'object' || rebalance === null) throw invalidOption('rebalanceWatches', rebalance, 'must be { maxPerSecond, graceMs } or false');
   const rate = rebalance.maxPerSecond ?? defaultOptions.rebalanceWatches.maxPerSecond;
   if (typeof rate !== 'number' || !(rate > 0 && rate <= 1000)) throw invalidOption('rebalanceWatches.maxPerSecond', rate, 'must be a number above 0, at most 1000');
-  return { maxPerSecond: rate };
+  return { maxPerSecond: rate, graceMs: nonNegativeMs('rebalanceWatches.graceMs', rebalance.graceMs ?? defaultOptions.rebalanceWatches.graceMs) };
 }
 
 /** Validated `bootstrap` option. */

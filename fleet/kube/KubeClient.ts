@@ -67,7 +67,7 @@ export class KubeClient implements Transport {
     this.#resolver = resolver;
     this.#set = new EndpointSet(clock, { policy: settings.policy, slowStartMs: o.slowStartMs, panicThreshold: o.panicThreshold });
     this.#budget = new RetryBudget(o.retryBudget.percent, o.retryBudget.min, clock);
-    this.#rebalancer = new WatchRebalancer(this.#set, clock, o.rebalanceWatches.maxPerSecond, () => {});
+    this.#rebalancer = new WatchRebalancer(this.#set, clock, o.rebalanceWatches, () => {}, random);
     this.#health = new HealthTracker(
       { consecutive5xx: o.consecutive5xx, baseEjectionMs: o.baseEjectionMs, maxEjectionMs: o.maxEjectionMs, maxEjectionPercent: o.maxEjectionPercent, probes: true },
       clock,
@@ -128,7 +128,9 @@ export class KubeClient implements Transport {
           if (probation && !exclude?.has(probation)) return probation;
           if (probation) health.releaseProbation(probation);
         }
-        return set.pick(exclude ? { longRunning, exclude } : longRunning ? PICK_LONG : PICK_SHORT);
+        if (exclude) return set.pick({ longRunning, exclude });
+        if (longRunning) return rebalancer.claim() ?? set.pick(PICK_LONG);
+        return set.pick(PICK_SHORT);
       },
       send: (endpoint, _route, opts, handler) => this.#sendAttempt(endpoint, opts as SimOptions, handler),
       attemptStarted: (endpoint, longRunning) => {
