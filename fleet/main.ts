@@ -15,6 +15,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     minutes: { type: 'string', default: '10' },
     strategies: { type: 'string' },
+    parallel: { type: 'string' },
     'min-ttl': { type: 'string' },
     'dns-ttl': { type: 'string' },
     json: { type: 'boolean', default: false },
@@ -39,7 +40,7 @@ const positive = (name: string, value: string | undefined): number => {
 const names = values.scenario === 'all' ? Object.keys(scenarios) : [values.scenario];
 const results = [];
 for (const name of names) {
-  const { result, runs } = await runScenario({
+  const { result, charts } = await runScenario({
     scenario: name,
     clients: Math.round(positive('clients', values.clients)),
     apiservers: Math.round(positive('apiservers', values.apiservers)),
@@ -48,17 +49,19 @@ for (const name of names) {
     ...(values.strategies ? { strategies: values.strategies.split(',') } : {}),
     ...(values['min-ttl'] ? { minTtlMs: positive('min-ttl', values['min-ttl']) } : {}),
     ...(values['dns-ttl'] !== undefined ? { dnsTtl: Number(values['dns-ttl']) } : {}),
+    ...(values.parallel ? { parallel: positive('parallel', values.parallel) } : {}),
   });
   results.push(result);
   if (values.out) {
     mkdirSync(values.out, { recursive: true });
     const file = join(values.out, `${name}.svg`);
-    writeFileSync(file, chart(`${result.title} — ${result.clients} clients × ${result.apiservers} apiservers, seed ${result.seed}`, runs));
-    if (!values.json) console.log(`wrote ${file}`);
+    writeFileSync(file, chart(`${result.title} — ${result.clients} clients × ${result.apiservers} apiservers, seed ${result.seed}`, charts));
+    writeFileSync(join(values.out, `${name}.json`), `${JSON.stringify(result, null, 2)}\n`);
+    if (!values.json) console.log(`wrote ${file} and ${name}.json`);
   }
   if (!values.json) {
     console.log(table(result));
-    console.log(`simulated in ${result.wallSeconds} s wall, ${result.cpuSeconds} s CPU (heap ${Math.round(process.memoryUsage().heapUsed / 2 ** 20)} MiB)\n`);
+    console.log(`simulated in ${result.wallSeconds} s wall, ${result.cpuSeconds} s CPU\n`);
   }
 }
 if (values.json) console.log(JSON.stringify(results.length === 1 ? results[0] : results, null, 2));

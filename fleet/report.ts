@@ -1,10 +1,11 @@
 import { dnsRates, finalMaxMin, maxMin, RATE_WINDOW, requestRates, settleSeconds, watchCounts } from './sim/analysis.ts';
 import type { RunOptions, Scenario, StrategyRun } from './sim/Fleet.ts';
+import type { StrategyOutcome } from './run.ts';
 
 /** Settled: max/min at most this (issue 15). */
-export const SETTLED = 1.2;
+const SETTLED = 1.2;
 /** The rolling-restart target for request rates. */
-export const REQUESTS_TIGHT = 1.1;
+const REQUESTS_TIGHT = 1.1;
 /** Seconds at the start that are the fleet booting, left out of DNS rates. */
 const BOOT_SECONDS = 30;
 
@@ -40,6 +41,8 @@ export interface StrategyResult {
   dnsPeakOverMeanAfter: number | null;
   latencyP50Ms: number;
   latencyP99Ms: number;
+  /** An apiserver that joined: seconds from its readiness until half, 95 % and every client listed it (null: none joined). */
+  discoverySeconds: { p50: number; p95: number; max: number } | null;
   cpuSeconds: number;
   wallSeconds: number;
   events: number;
@@ -90,13 +93,14 @@ export function summarize(run: StrategyRun): StrategyResult {
     dnsPeakOverMeanAfter: herd === null ? null : round(herd),
     latencyP50Ms: round(meter.latencyQuantile(0.5)),
     latencyP99Ms: round(meter.latencyQuantile(0.99)),
+    discoverySeconds: discovery([...meter.discovery.values()].flat()),
     cpuSeconds: round(run.cpuSeconds),
     wallSeconds: round(run.wallSeconds),
     events: run.events,
   };
 }
 
-export function scenarioResult(scenario: Scenario, options: RunOptions, runs: StrategyRun[], wallSeconds: number, cpuSeconds: number): ScenarioResult {
+export function scenarioResult(scenario: Scenario, options: RunOptions, outcomes: StrategyOutcome[], wallSeconds: number, cpuSeconds: number): ScenarioResult {
   return {
     scenario: scenario.id,
     title: scenario.title,
@@ -105,7 +109,7 @@ export function scenarioResult(scenario: Scenario, options: RunOptions, runs: St
     seed: options.seed,
     minutes: options.minutes,
     rateWindowSeconds: RATE_WINDOW,
-    strategies: Object.fromEntries(runs.map((run) => [run.strategy.id, summarize(run)])),
+    strategies: Object.fromEntries(outcomes.map((o) => [o.id, o.result])),
     wallSeconds: round(wallSeconds),
     cpuSeconds: round(cpuSeconds),
   };
@@ -137,6 +141,13 @@ export function table(result: ScenarioResult): string {
   const lines = rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '));
   lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
   return `${result.title}\n${result.clients} clients × ${result.apiservers} apiservers, seed ${result.seed}, ${result.minutes} simulated minutes\n\n${lines.join('\n')}\n`;
+}
+
+function discovery(ms: number[]): StrategyResult['discoverySeconds'] {
+  if (ms.length === 0) return null;
+  ms.sort((a, b) => a - b);
+  const at = (q: number): number => round(ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]! / 1000);
+  return { p50: at(0.5), p95: at(0.95), max: round(ms.at(-1)! / 1000) };
 }
 
 function fmt(value: number | null): string {

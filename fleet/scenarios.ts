@@ -72,6 +72,22 @@ export const scenarios: Record<string, Scenario> = {
       });
     },
   },
+  'dns-ttl0': {
+    id: 'dns-ttl0',
+    title: 'SRV records with TTL 0 (dnsmasq\'s default for local records): dns.minTtl decides; one apiserver joins',
+    extraServers: 1,
+    strategies: ['kube-default'],
+    configure: (options) => ({ ...options, dns: { ...options.dns, ttl: 0 } }),
+    script(world) {
+      world.clock.at(WARMUP_MS, () => {
+        world.mark('an apiserver starts');
+        const server = world.cluster.add(false);
+        server.onReadiness(() => {
+          if (server.ready) world.settled();
+        });
+      });
+    },
+  },
   'dns-outage': {
     id: 'dns-outage',
     title: 'DNS outage: the cluster DNS answers nothing for 60 s',

@@ -1,5 +1,11 @@
-import { maxMin, requestRates, watchCounts } from './sim/analysis.ts';
-import type { StrategyRun } from './sim/Fleet.ts';
+import { maxMin, requestRates, watchCounts, type Series } from './sim/analysis.ts';
+
+/** One strategy's run as the chart draws it. */
+export interface ChartRun {
+  label: string;
+  series: Series;
+  marks: ReadonlyArray<{ second: number; label: string }>;
+}
 
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e'];
 const PANEL_W = 300;
@@ -14,7 +20,7 @@ const RATIO_CAP = 3;
  * watches per apiserver, and the max/min ratio of each (1.2 dashed) — and the scenario's moments
  * as vertical lines.
  */
-export function chart(title: string, runs: readonly StrategyRun[]): string {
+export function chart(title: string, runs: readonly ChartRun[]): string {
   const cellW = PANEL_W + MARGIN.left + MARGIN.right;
   const cellH = PANEL_H + MARGIN.top + MARGIN.bottom;
   const width = cellW * 3;
@@ -26,10 +32,10 @@ export function chart(title: string, runs: readonly StrategyRun[]): string {
   ];
   runs.forEach((run, row) => {
     const y0 = 30 + row * (cellH + LABEL_H);
-    parts.push(`<text x="6" y="${y0 + 14}" font-size="13" font-weight="bold">${escape(run.strategy.label)}</text>`);
-    const requests = requestRates(run.meter);
-    const watches = watchCounts(run.meter);
-    const ratios = [maxMin(requests, run.meter), maxMin(watches, run.meter)];
+    parts.push(`<text x="6" y="${y0 + 14}" font-size="13" font-weight="bold">${escape(run.label)}</text>`);
+    const requests = requestRates(run.series);
+    const watches = watchCounts(run.series);
+    const ratios = [maxMin(requests, run.series), maxMin(watches, run.series)];
     const panels: Array<{ name: string; series: number[][]; ratio?: boolean }> = [
       { name: 'requests/s per apiserver', series: transpose(requests) },
       { name: 'open watches per apiserver', series: transpose(watches) },
@@ -41,8 +47,8 @@ export function chart(title: string, runs: readonly StrategyRun[]): string {
   return parts.join('\n');
 }
 
-function drawPanel(panel: { name: string; series: number[][]; ratio?: boolean }, x0: number, y0: number, run: StrategyRun): string {
-  const seconds = run.meter.seconds;
+function drawPanel(panel: { name: string; series: number[][]; ratio?: boolean }, x0: number, y0: number, run: ChartRun): string {
+  const seconds = run.series.seconds;
   const left = x0 + MARGIN.left;
   const top = y0 + MARGIN.top;
   let max = panel.ratio ? RATIO_CAP : 0;

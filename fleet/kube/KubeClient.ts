@@ -2,21 +2,22 @@ import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../../src/balancer/Endpoint.ts';
 import { EndpointSet } from '../../src/balancer/EndpointSet.ts';
 import type { Policy } from '../../src/balancer/Picker.ts';
-import { BalancedRequest, type RequestHost } from '../../src/dispatcher/BalancedRequest.ts';
+import { BalancedRequest } from '../../src/dispatcher/BalancedRequest.ts';
+import type { RequestHost } from '../../src/dispatcher/RequestHost.ts';
 import { RetryBudget } from '../../src/dispatcher/RetryBudget.ts';
-import type { Route } from '../../src/dispatcher/tls.ts';
 import { WatchRebalancer } from '../../src/dispatcher/WatchRebalancer.ts';
 import { HealthTracker } from '../../src/health/HealthTracker.ts';
+import { OutcomeJudge } from '../../src/health/OutcomeJudge.ts';
 import { Prober } from '../../src/health/Prober.ts';
 import { Totals } from '../../src/observability/stats.ts';
 import { BalancerError } from '../../src/errors.ts';
-import { defaultOptions } from '../../src/options.ts';
+import type { Route } from '../../src/net/tls.ts';
+import { defaultOptions } from '../../src/options/BalancerOptions.ts';
 import type { EndpointAddress, Resolver } from '../../src/resolver/Resolver.ts';
 import type { AppCall, Transport } from '../client/Transport.ts';
 import type { Apiserver, Connection, Exchange, Stream, WireError } from '../server/Apiserver.ts';
 import type { Random } from '../sim/random.ts';
 import type { Scheduler } from '../sim/Scheduler.ts';
-import { judge } from './judge.ts';
 
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
@@ -43,8 +44,9 @@ export interface KubeSettings {
  * boundaries) and the resolver it is given — wired the way `Balancer` wires them, on the
  * simulation's clock, with undici's connection pools replaced by simulated HTTP/2 connections.
  *
- * Besides `judge.ts`, the wiring below (the `RequestHost`, the endpoint-set and health listeners) is
- * a copy of what `Balancer` does in its private code, since `Balancer` itself needs real sockets.
+ * The outcome judge is the library's (`OutcomeJudge`); the wiring below (the `RequestHost`, the
+ * endpoint-set and health listeners) is a copy of what `Balancer` does in its private code, since
+ * `Balancer` itself needs real sockets.
  */
 export class KubeClient implements Transport {
   readonly #clock: Scheduler;
@@ -55,10 +57,14 @@ export class KubeClient implements Transport {
   readonly #prober: Prober;
   readonly #budget: RetryBudget;
   readonly #rebalancer: WatchRebalancer;
+  readonly #judge: OutcomeJudge;
   readonly #host: RequestHost;
   readonly #connections = new Map<Endpoint, Connection>();
   #waiting: AppCall[] = [];
   #closed = false;
+
+  /** Told every endpoint set the resolver hands on (for measuring how soon clients learn of a change). */
+  onSet: ((addresses: readonly EndpointAddress[]) => void) | undefined;
 
   constructor(clock: Scheduler, random: Random, servers: ReadonlyMap<string, Apiserver>, resolver: Resolver, settings: KubeSettings) {
     const o = defaultOptions;
@@ -81,6 +87,11 @@ export class KubeClient implements Transport {
       () => this.#set.list(),
       random,
     );
+    // Virtual time never lags: a timeout is always conclusive (none happens in these scenarios anyway).
+    this.#judge = new OutcomeJudge(this.#health, o, clock, NO_LAG, {
+      earned: (now) => this.#budget.earn(now),
+      refresh: () => resolver.refresh?.(),
+    });
     this.#prober = new Prober({ ...o.probe, headers: {} }, clock, (endpoint) => this.#probe(endpoint), (endpoint, result) => this.#health.probeResult(endpoint, result), random);
     this.#host = this.#requestHost(new Totals('fleet'));
     resolver.start({
@@ -141,7 +152,7 @@ export class KubeClient implements Transport {
       attemptEnded: (endpoint, longRunning, outcome) => {
         endpoint.inFlight--;
         if (longRunning) endpoint.streams--;
-        judge(endpoint, outcome, health, this.#budget, this.#resolver, this.#clock.now());
+        this.#judge.judge(endpoint, outcome);
       },
       retrying: () => {
         this.retries++;
@@ -182,6 +193,7 @@ export class KubeClient implements Transport {
   #onEndpoints(addresses: readonly EndpointAddress[]): void {
     if (this.#closed) return;
     if (addresses.length === 0 && this.#set.size > 0) return;
+    this.onSet?.(addresses);
     const { added, removed } = this.#set.update(addresses);
     for (const endpoint of removed) {
       this.#prober.remove(endpoint);
@@ -196,6 +208,7 @@ export class KubeClient implements Transport {
   }
 }
 
+const NO_LAG = { maxSince: () => 0 };
 const PASS = Promise.resolve('pass' as const);
 const FAIL = Promise.resolve('fail' as const);
 const CONNECT = Promise.resolve('connect' as const);

@@ -3,7 +3,6 @@ import type { Random } from '../sim/random.ts';
 import { RetryAfter } from './RetryAfter.ts';
 
 export type RequestKind = 'get' | 'list' | 'write' | 'watch';
-export const KINDS: readonly RequestKind[] = ['get', 'list', 'write', 'watch'];
 
 /** A transport failure as the client's HTTP/2 stack would report it. */
 export type WireError = 'ECONNREFUSED' | 'ECONNRESET' | 'GOAWAY';
@@ -300,9 +299,13 @@ export class Apiserver {
     }, startupMs);
   }
 
+  /** Virtual time it last became ready (0 for the servers ready from the start). */
+  readySince = 0;
+
   #setState(state: ApiserverState): void {
     const wasReady = this.ready;
     this.state = state;
+    if (!wasReady && this.ready) this.readySince = this.#clock.now();
     if (wasReady !== this.ready) for (const listener of this.#readiness) listener();
   }
 

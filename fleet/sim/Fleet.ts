@@ -72,10 +72,11 @@ export interface StrategyRun {
 /** Runs one scenario with one strategy: its own apiservers, DNS and clients, on its own virtual clock. */
 export async function runStrategy(scenario: Scenario, strategy: Strategy, base: RunOptions): Promise<StrategyRun> {
   const options = scenario.configure ? scenario.configure(base) : base;
-  const cpu = process.cpuUsage();
+  // This thread's CPU time only: strategies may run side by side in worker threads.
+  const cpu = process.threadCpuUsage();
   const wall = performance.now();
   const run = await withSeededMathRandom(options.seed, () => simulate(scenario, strategy, options));
-  const used = process.cpuUsage(cpu);
+  const used = process.threadCpuUsage(cpu);
   return { ...run, cpuSeconds: (used.user + used.system) / 1e6, wallSeconds: (performance.now() - wall) / 1000, heapMb: process.memoryUsage().heapUsed / 2 ** 20 };
 }
 
@@ -110,6 +111,7 @@ async function simulate(scenario: Scenario, strategy: Strategy, options: RunOpti
   for (let c = 0; c < options.clients; c++) {
     clock.setTimeout(() => {
       const transport = strategy.kind === 'l4' ? new L4Client(balancer, clock) : kubeClient(clock, cluster, dns, strategy, options, c);
+      if (transport instanceof KubeClient) transport.onSet = discoveryMeter(cluster, meter, clock);
       transports.push(transport);
       new Workload(clock, seeded(options.seed, c, 2), meter, options.workload, transport).start();
     }, startRandom() * options.startSpreadMs);
@@ -127,6 +129,22 @@ async function simulate(scenario: Scenario, strategy: Strategy, options: RunOpti
     transport.close();
   }
   return { strategy, meter, marks, settleFrom, retries, events: clock.events };
+}
+
+/** Records, per client, when an apiserver that became ready during the run first appears in its set. */
+function discoveryMeter(cluster: Cluster, meter: Meter, clock: Scheduler): (addresses: readonly { address: string }[]) => void {
+  const known = new Set<string>();
+  return (addresses) => {
+    for (const { address } of addresses) {
+      if (known.has(address)) continue;
+      known.add(address);
+      const server = cluster.byAddress.get(address);
+      if (!server || server.readySince <= 0) continue;
+      let times = meter.discovery.get(server.index);
+      if (!times) meter.discovery.set(server.index, (times = []));
+      times.push(clock.now() - server.readySince);
+    }
+  };
 }
 
 function kubeClient(clock: Scheduler, cluster: Cluster, dns: DnsServer, strategy: Strategy, options: RunOptions, c: number): KubeClient {

@@ -37,6 +37,8 @@ export class Meter implements ApiserverMeter {
   relists = 0;
   /** Completed requests by kind. */
   readonly completed: Record<RequestKind, number> = { get: 0, list: 0, write: 0, watch: 0 };
+  /** For each apiserver that became ready during the run: how long (ms) each client took to list it. */
+  readonly discovery = new Map<number, number[]>();
   readonly #latency = new Float64Array(BUCKETS);
   readonly #now: () => number;
 

@@ -1,10 +1,18 @@
-import type { Meter } from './Meter.ts';
+/** What the analysis reads of a run: per-second arrays, as `Meter` keeps them (and a worker sends them). */
+export interface Series {
+  seconds: number;
+  servers: number;
+  requests: Float64Array;
+  watches: Float64Array;
+  ready: Uint8Array;
+  dns: Float64Array;
+}
 
 /** Request rates are compared over this many trailing seconds, so that Poisson noise does not pass for skew. */
 export const RATE_WINDOW = 5;
 
 /** Per-second request rate of each apiserver: the trailing `RATE_WINDOW`-second mean. [second][server]. */
-export function requestRates(meter: Meter): number[][] {
+export function requestRates(meter: Series): number[][] {
   const { seconds, servers, requests } = meter;
   const rates: number[][] = [];
   for (let s = 0; s < seconds; s++) {
@@ -20,14 +28,14 @@ export function requestRates(meter: Meter): number[][] {
   return rates;
 }
 
-export function watchCounts(meter: Meter): number[][] {
+export function watchCounts(meter: Series): number[][] {
   const rows: number[][] = [];
   for (let s = 0; s < meter.seconds; s++) rows.push(Array.from(meter.watches.subarray(s * meter.servers, (s + 1) * meter.servers)));
   return rows;
 }
 
 /** max/min over the apiservers that are ready in that second (Infinity when one of them has none; NaN with fewer than two). */
-export function maxMin(rows: number[][], meter: Meter): number[] {
+export function maxMin(rows: number[][], meter: Series): number[] {
   return rows.map((row, s) => {
     let max = -Infinity;
     let min = Infinity;
@@ -68,7 +76,7 @@ export function finalMaxMin(rows: number[][], seconds: number): number {
 }
 
 /** Peak and mean DNS queries per second over [from, end). */
-export function dnsRates(meter: Meter, from: number): { peak: number; mean: number } {
+export function dnsRates(meter: Series, from: number): { peak: number; mean: number } {
   const window = meter.dns.subarray(from);
   let peak = 0;
   let sum = 0;

@@ -1,5 +1,5 @@
 import type { Policy } from '../../src/balancer/Picker.ts';
-import { defaultOptions } from '../../src/options.ts';
+import { defaultOptions } from '../../src/options/BalancerOptions.ts';
 
 /** How a simulated client's requests reach the apiservers. */
 export interface Strategy {

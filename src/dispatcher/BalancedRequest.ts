@@ -2,59 +2,27 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { BalancerError } from '../errors.ts';
-import { classifyError, type FailureKind } from '../health/classifyError.ts';
+import { classifyError } from '../health/classifyError.ts';
+import type { AttemptOutcome, FailureKind, RetryReason } from '../health/outcome.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
-import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
-import type { RetryBudget } from './RetryBudget.ts';
-import type { Route } from './tls.ts';
+import type { Route } from '../net/tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
+import type { DescribedRequest, RequestHost } from './RequestHost.ts';
+import { isEviction, isIdempotent, notSent } from './retrySafety.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
-/** How one attempt on one endpoint ended, as health sees it. */
-export type AttemptOutcome =
-  | { type: 'response'; statusCode: number; headers: Headers; body: string; eviction: boolean }
-  | { type: 'error'; kind: FailureKind; error: Error }
-  | { type: 'aborted' };
 
-export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | '5xx';
-
-/** A request or connection as diagnostics_channel messages name it; asked only when someone listens. */
-export interface DescribedRequest {
-  describe(): ChannelRequest;
-}
-
-/** What a request (or an https.Agent connection) needs from the balancer. */
-export interface RequestHost {
-  readonly maxAttempts: number;
-  readonly maxReplayBytes: number;
-  readonly budget: RetryBudget;
-  readonly totals: Totals;
-  /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
-  pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
-  /** Sends one attempt to one endpoint. */
-  send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
-  /** The `attempt`-th attempt of `request` goes to `endpoint`. */
-  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): void;
-  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void;
-  retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number, request: DescribedRequest): void;
-  noEndpoints(): BalancerError;
-  /** A watch's response reached the caller; until `watchClosed` it may be moved (watch rebalancing). */
-  watchOpened?(endpoint: Endpoint, watch: MovableWatch): void;
-  watchClosed?(endpoint: Endpoint, watch: MovableWatch): void;
-}
 
 interface Reservation {
   endpoint: Endpoint;
   reason: RetryReason;
 }
-
-const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
 
 /**
  * One caller request across its attempts. A retry goes to another endpoint, never the same one
@@ -109,8 +77,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.watch = watch;
     this.#route = route;
     const method = opts.method;
-    this.#idempotent = method === 'GET' || method === 'HEAD' || method === 'get' || method === 'head';
-    this.eviction = (method === 'POST' || method === 'post') && EVICTION.test(opts.path);
+    this.#idempotent = isIdempotent(method);
+    this.eviction = isEviction(method, opts.path);
     this.#opts = opts;
     this.proxy = new ProxyController(this);
     host.budget.requests++;
@@ -435,11 +403,6 @@ class Attempt implements Handler {
     this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome);
     this.#request.attemptSettled(this);
   }
-}
-
-/** Failures that prove the apiserver never ran the request. */
-function notSent(kind: FailureKind | RetryReason, started: boolean): boolean {
-  return kind === 'connect' || kind === 'tls' || kind === 'refused' || (kind === 'reset' && !started);
 }
 
 function describeError(error: Error): string {

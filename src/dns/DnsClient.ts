@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { DnsError, type DnsErrorReason } from './DnsError.ts';
-import { endpointKey } from '../resolver/Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 import { canonical, nameProblem, sameName, searchCandidates } from './names.ts';
 import { readResolvConf, type NameServer } from './ResolvConf.ts';
 import { exchangeTcp, exchangeUdp } from './transport.ts';

@@ -2,7 +2,8 @@ import { isIP } from 'node:net';
 import { createInterface } from 'node:readline';
 import { jitteredBackoff, type Clock, type ClockTimer } from '../clock.ts';
 import type { ApiClient } from './ApiClient.ts';
-import { endpointKey, endpointSignature, inKeyOrder, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointSignature, inKeyOrder, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 
 interface EndpointSlice {
   metadata?: { name?: string; resourceVersion?: string };

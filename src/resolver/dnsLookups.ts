@@ -8,7 +8,8 @@ import type { CacheResult } from '../dns/DnsCache.ts';
 import { DnsError } from '../dns/DnsError.ts';
 import { canonical } from '../dns/names.ts';
 import type { DnsLookup, DnsLookupResult } from './DnsResolver.ts';
-import { endpointKey, type EndpointAddress } from './Resolver.ts';
+import { type EndpointAddress } from './Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 
 /** SRV targets are looked up a few at a time, so a 100-record answer does not open 200 sockets at once. */
 const TARGET_CONCURRENCY = 8;

@@ -4,8 +4,9 @@ import { DnsCache, dnsCacheDefaults, type DnsCacheOptions } from '../dns/DnsCach
 import { DnsClient, type DnsClientOverrides } from '../dns/DnsClient.ts';
 import { nameProblem } from '../dns/names.ts';
 import { describe, invalidOption, invalidTarget } from '../errors.ts';
-import { isIpLiteral } from '../hostnames.ts';
-import type { ResolvedBootstrap, ResolvedTls } from '../options.ts';
+import { isIpLiteral } from '../net/hostnames.ts';
+import type { HeadersSource } from '../net/headers.ts';
+import type { ResolvedTls } from '../net/tls.ts';
 import { ApiClient } from './ApiClient.ts';
 import { ChainResolver } from './ChainResolver.ts';
 import { EndpointSliceResolver } from './EndpointSliceResolver.ts';
@@ -23,6 +24,13 @@ export type Target = string | Resolver | readonly EndpointAddress[] | ReadonlyAr
 
 export function isResolver(value: unknown): value is Resolver {
   return typeof value === 'object' && value !== null && typeof (value as Resolver).start === 'function';
+}
+
+/** Validated `bootstrap` option. */
+export interface ResolvedBootstrap {
+  server: URL;
+  headers: HeadersSource;
+  lastResort: boolean;
 }
 
 /** What resolvers need besides the target. */

@@ -10,7 +10,7 @@ const address = (i: number): { address: string; port: number } => ({ address: `1
 
 /** One client: its endpoint set, its rebalancer, and watches that re-open where they are moved to. */
 function client(clock: FakeClock, watches: number, random: () => number) {
-  const set = new EndpointSet(clock, { slowStartMs: 0 });
+  const set = new EndpointSet(clock, { policy: 'round-robin', slowStartMs: 0, panicThreshold: 0.5 });
   set.update([1, 2, 3].map(address));
   const rebalancer = new WatchRebalancer(set, clock, { maxPerSecond: 1, graceMs: GRACE_MS }, () => {}, random);
   const open = (endpoint: Endpoint): void => {

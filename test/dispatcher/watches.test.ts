@@ -5,7 +5,7 @@ import test from 'ava';
 import * as undici from 'undici';
 import { certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, type Response, type TestServer } from '../../fixtures/server/TestServer.ts';
-import { balancerInternals } from '../../src/dispatcher/Balancer.ts';
+import { balancerInternals } from '../../src/dispatcher/internals.ts';
 import { createBalancer } from '../../src/index.ts';
 import { ORIGIN } from '../helpers/balancer.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';

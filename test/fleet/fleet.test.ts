@@ -4,7 +4,7 @@ import { runScenario } from '../../fleet/run.ts';
 // A small seeded fleet: the direction of the targets of issue 15, never their timing.
 test('rolling restart: kube-balancer settles with no failed request, L4-pinned keeps its skew', async (t) => {
   t.timeout(180_000, 'a shared machine may run the simulation slowly');
-  const { result } = await runScenario({ scenario: 'rolling-restart', clients: 300, apiservers: 3, seed: 7, minutes: 5, strategies: ['l4-pinned', 'kube-default'] });
+  const { result } = await runScenario({ scenario: 'rolling-restart', clients: 300, apiservers: 3, seed: 7, minutes: 5, strategies: ['l4-pinned', 'kube-default'], parallel: 1 });
   const l4 = result.strategies['l4-pinned']!;
   const kube = result.strategies['kube-default']!;
   t.not(kube.watchesSettleSeconds, null);

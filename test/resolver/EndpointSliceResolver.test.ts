@@ -8,9 +8,11 @@ import { certs } from '../../fixtures/certs/index.ts';
 import { systemClock } from '../../src/clock.ts';
 import { ApiClient } from '../../src/resolver/ApiClient.ts';
 import { EndpointSliceResolver } from '../../src/resolver/EndpointSliceResolver.ts';
-import { defaultOptions, type HeadersSource } from '../../src/options.ts';
+import { defaultOptions } from '../../src/options/BalancerOptions.ts';
+import type { HeadersSource } from '../../src/net/headers.ts';
 import { createResolver } from '../../src/resolver/parseTarget.ts';
-import { endpointKey, type EndpointAddress, type Resolver } from '../../src/resolver/Resolver.ts';
+import type { EndpointAddress, Resolver } from '../../src/resolver/Resolver.ts';
+import { endpointKey } from '../../src/net/endpointKey.ts';
 import { activeResources, leftOver } from '../helpers/leaks.ts';
 import { until } from '../helpers/poll.ts';
 
