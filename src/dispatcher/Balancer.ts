@@ -20,6 +20,7 @@ import { Totals, type BalancerStats } from '../observability/stats.ts';
 import type { BalancerOptions, UndiciModule } from '../options/BalancerOptions.ts';
 import { resolveOptions, validateTls, type ResolvedOptions } from '../options/validate.ts';
 import { describeTarget } from '../resolver/describeTarget.ts';
+import { limitEndpoints } from '../resolver/limitEndpoints.ts';
 import { createResolver } from '../resolver/parseTarget.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
 import { BalancedRequest } from './BalancedRequest.ts';
@@ -70,7 +71,10 @@ export class Balancer extends undici.Dispatcher {
     this.#options = resolveOptions(options);
     const { clock } = this.#options;
     const tls = (this.#tls = new TlsState(this.#options.tls));
-    this.#resolver = createResolver(this.#options.target, { clock, dns: this.#options.dns, tls: () => tls.current, bootstrap: this.#options.bootstrap });
+    this.#resolver = limitEndpoints(
+      createResolver(this.#options.target, { clock, dns: this.#options.dns, tls: () => tls.current, bootstrap: this.#options.bootstrap }),
+      this.#options.maxEndpoints,
+    );
     this.#undici = this.#options.undici ?? undici;
     this.#set = new EndpointSet(clock, this.#options);
     this.#pools = new EndpointPools(this.#undici, this.#options, tls, (event, origin, targets, error) =>

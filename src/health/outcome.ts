@@ -25,4 +25,4 @@ export type AttemptOutcome =
   | { type: 'aborted' };
 
 /** Why a request was tried again on another endpoint (a failure kind, or the status that allowed it). */
-export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | '5xx';
+export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | 'shutdown' | '5xx';

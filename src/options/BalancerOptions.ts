@@ -178,6 +178,14 @@ export interface BalancerOptions {
    * once a minute. `false` turns it off. Default `{ maxPerSecond: 1, graceMs: 60000 }`.
    */
   rebalanceWatches?: { maxPerSecond?: number; graceMs?: number } | false;
+  /**
+   * The most endpoints the balancer uses from any listing; beyond it, the lowest priority values
+   * are kept, then the lowest `address:port`, with a `warning` event. A cluster runs a handful of
+   * apiservers (3 to 5 for kubeadm HA), so a listing of hundreds is broken or hostile DNS or
+   * EndpointSlices, which would otherwise cost a probe every `probe.intervalMs` and a connection
+   * pool each. An integer from 1 to 10000. Default 100.
+   */
+  maxEndpoints?: number;
 }
 
 export interface ProbeOptions {
@@ -212,4 +220,5 @@ export const defaultOptions = {
   panicThreshold: 0.5,
   dns: dnsCacheDefaults,
   rebalanceWatches: { maxPerSecond: 1, graceMs: 60_000 },
+  maxEndpoints: 100,
 } as const;

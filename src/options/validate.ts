@@ -39,6 +39,7 @@ export interface ResolvedOptions {
   panicThreshold: number;
   logger: Logger | undefined;
   rebalanceWatches: { maxPerSecond: number; graceMs: number } | false;
+  maxEndpoints: number;
 }
 
 /** Validates everything up front so a bad option fails at construction, naming the field. */
@@ -75,6 +76,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     panicThreshold: fraction('panicThreshold', options.panicThreshold ?? defaultOptions.panicThreshold),
     logger: validateLogger(options.logger),
     rebalanceWatches: validateRebalance(options.rebalanceWatches),
+    maxEndpoints: integerIn('maxEndpoints', options.maxEndpoints ?? defaultOptions.maxEndpoints, 1, 10_000),
   };
 }
 

@@ -50,7 +50,7 @@ export function scenario(apiservers: readonly Apiserver[], workloads: readonly W
       atMs: durationMs * 0.55,
       disrupts: drained.name,
       // Not awaited by the next phase: restart() waits for the shutdown to finish.
-      run: () => drained.instance.shutdown({ delayMs: step, drainMs: step }),
+      run: () => drained.instance.shutdown({ delayMs: step, drainMs: step, sendRetryAfter: true }),
     },
     { title: `${drained.name} back`, atMs: durationMs * 0.75, run: () => drained.instance.restart() },
   ];
