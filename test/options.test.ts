@@ -160,8 +160,9 @@ test('kubernetes: targets, chains, bootstrap and rebalanceWatches are validated'
   rejects(t, { target, bootstrap: { server: 'https://10.96.0.1', headers: { a: 1 } } }, 'ERR_INVALID_OPTION', /options.bootstrap.headers/);
   rejects(t, { target, bootstrap: { server: 'https://10.96.0.1', lastResort: 'no' } }, 'ERR_INVALID_OPTION', /options.bootstrap.lastResort must be a boolean/);
   rejects(t, { target, rebalanceWatches: { maxPerSecond: 0 } }, 'ERR_INVALID_OPTION', /options.rebalanceWatches.maxPerSecond must be a number above 0/);
-  rejects(t, { target, rebalanceWatches: true }, 'ERR_INVALID_OPTION', /options.rebalanceWatches must be \{ maxPerSecond \} or false/);
-  t.deepEqual(defaultOptions.rebalanceWatches, { maxPerSecond: 1 });
+  rejects(t, { target, rebalanceWatches: true }, 'ERR_INVALID_OPTION', /options.rebalanceWatches must be \{ maxPerSecond, graceMs \} or false/);
+  rejects(t, { target, rebalanceWatches: { graceMs: -1 } }, 'ERR_INVALID_OPTION', /options.rebalanceWatches.graceMs/);
+  t.deepEqual(defaultOptions.rebalanceWatches, { maxPerSecond: 1, graceMs: 60_000 });
   for (const options of [
     { rebalanceWatches: false as const },
     { rebalanceWatches: { maxPerSecond: 0.1 } },

@@ -122,7 +122,7 @@ export class Balancer extends undici.Dispatcher {
     }
     const rebalance = this.#options.rebalanceWatches;
     if (rebalance) {
-      this.#rebalancer = new WatchRebalancer(this.#set, clock, rebalance.maxPerSecond, (from, to) =>
+      this.#rebalancer = new WatchRebalancer(this.#set, clock, rebalance, (from, to) =>
         this.#emit('rebalance', { from: from.info(), to: to.info() }),
       );
     }
@@ -258,7 +258,8 @@ export class Balancer extends undici.Dispatcher {
           if (probation) this.#health.releaseProbation(probation);
         }
         if (exclude) return this.#set.pick({ longRunning, exclude });
-        return this.#set.pick(longRunning ? PICK_LONG_RUNNING : PICK_SHORT);
+        if (longRunning) return rebalancer?.claim() ?? this.#set.pick(PICK_LONG_RUNNING);
+        return this.#set.pick(PICK_SHORT);
       },
       send: (endpoint, route, opts, handler) => this.#pools.get(endpoint, route).dispatch(opts, handler),
       attemptStarted: (endpoint, longRunning, request, attempt) => {

@@ -38,7 +38,7 @@ export interface ResolvedOptions {
   slowStartMs: number;
   panicThreshold: number;
   logger: Logger | undefined;
-  rebalanceWatches: { maxPerSecond: number } | false;
+  rebalanceWatches: { maxPerSecond: number; graceMs: number } | false;
   maxEndpoints: number;
 }
 
@@ -83,10 +83,10 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
 function validateRebalance(rebalance: BalancerOptions['rebalanceWatches']): ResolvedOptions['rebalanceWatches'] {
   if (rebalance === false) return false;
   if (rebalance === undefined) return { ...defaultOptions.rebalanceWatches };
-  if (typeof rebalance !== 'object' || rebalance === null) throw invalidOption('rebalanceWatches', rebalance, 'must be { maxPerSecond } or false');
+  if (typeof rebalance !== 'object' || rebalance === null) throw invalidOption('rebalanceWatches', rebalance, 'must be { maxPerSecond, graceMs } or false');
   const rate = rebalance.maxPerSecond ?? defaultOptions.rebalanceWatches.maxPerSecond;
   if (typeof rate !== 'number' || !(rate > 0 && rate <= 1000)) throw invalidOption('rebalanceWatches.maxPerSecond', rate, 'must be a number above 0, at most 1000');
-  return { maxPerSecond: rate };
+  return { maxPerSecond: rate, graceMs: nonNegativeMs('rebalanceWatches.graceMs', rebalance.graceMs ?? defaultOptions.rebalanceWatches.graceMs) };
 }
 
 function validateBootstrap(bootstrap: BootstrapOptions | undefined): ResolvedBootstrap | undefined {
