@@ -124,6 +124,10 @@ export class WatchRebalancer {
     this.#timer = undefined;
     this.#timerAt = Infinity;
     if (this.#closed) return;
+    // Node computes a timer's deadline from the event loop's cached time, which lags after a long
+    // synchronous stretch: the timer can fire before `maxPerSecond` allows. The clock decides.
+    const due = this.#lastMove + this.#intervalMs;
+    if (this.#clock.now() < due) return this.#wake(due);
     const plan = this.#plan();
     if (!plan) return;
     if ('until' in plan) return this.#wake(plan.until);
