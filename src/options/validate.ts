@@ -122,8 +122,20 @@ function validateLogger(logger: unknown): Logger | undefined {
   return logger;
 }
 
+/**
+ * Node's timers hold a signed 32-bit count of milliseconds: a longer delay fires after 1 ms (with
+ * a TimeoutOverflowWarning), so `probe.intervalMs: 1e12` would probe a thousand times a second.
+ * Every millisecond option goes through `nonNegativeMs`/`positiveMs`, which reject such values.
+ */
+const maxTimerMs = 2 ** 31 - 1;
+
 function nonNegativeMs(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw invalidOption(field, value, 'must be a number of milliseconds, 0 or more');
+  return belowTimerLimit(field, value);
+}
+
+function belowTimerLimit(field: string, value: number): number {
+  if (value > maxTimerMs) throw invalidOption(field, value, `must be at most ${maxTimerMs} ms (2^31-1, the longest delay a Node timer keeps; about 24.8 days)`);
   return value;
 }
 
@@ -275,5 +287,5 @@ function validateClock(clock: Clock | undefined): Clock {
 
 function positiveMs(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw invalidOption(field, value, 'must be a positive number of milliseconds');
-  return value;
+  return belowTimerLimit(field, value);
 }
