@@ -20,20 +20,20 @@ const MAX_ORIGINS = 256;
  * legacy (HTTP/1.1-only) handlers.
  */
 export class Origins {
-  /** `options.origin` as a string, the only origin balanced when set. */
-  readonly #only: string | undefined;
+  /** `options.origin` as a string, the only origin balanced. */
+  readonly #only: string;
   readonly #tls: TlsState;
   readonly #known = new Map<string, KnownOrigin>();
   readonly #routes = new Map<string, Route>();
   readonly #legacyRoutes = new Map<string, Route>();
 
-  constructor(only: URL | undefined, tls: TlsState) {
-    this.#only = only?.origin;
+  constructor(only: URL, tls: TlsState) {
+    this.#only = only.origin;
     this.#tls = tls;
   }
 
   balances(origin: URL): boolean {
-    return this.#only === undefined || this.#only === origin.origin;
+    return this.#only === origin.origin;
   }
 
   known(origin: DispatchOptions['origin']): KnownOrigin {

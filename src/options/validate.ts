@@ -20,7 +20,8 @@ export interface ResolvedOptions {
   target: Target;
   dns: ResolverContext['dns'];
   bootstrap: ResolvedBootstrap | undefined;
-  origin: URL | undefined;
+  /** The one origin balanced: `options.origin`, else `bootstrap.server`'s. */
+  origin: URL;
   tls: ResolvedTls;
   undici: UndiciModule | undefined;
   connectTimeout: number;
@@ -53,11 +54,12 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
   const tls = validateTls(options.tls ?? {});
   const undici = validateUndici(options.undici);
   const bootstrap = validateBootstrap(options.bootstrap);
+  const origin = validateOrigin(options, bootstrap);
   return {
     target: options.target,
     dns,
     bootstrap,
-    origin: options.origin === undefined ? undefined : parseOrigin(options.origin),
+    origin,
     tls,
     undici,
     connectTimeout: positiveMs('connectTimeout', options.connectTimeout ?? defaultOptions.connectTimeout),
@@ -79,6 +81,22 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     logger: validateLogger(options.logger),
     rebalanceWatches: validateRebalance(options.rebalanceWatches),
   };
+}
+
+/**
+ * The balanced origin must be known up front: guessed from the first request, one request to another
+ * site made it the probe origin and judged the endpoints by a name they were never verified for.
+ */
+function validateOrigin(options: BalancerOptions, bootstrap: ResolvedBootstrap | undefined): URL {
+  const origin = options.origin !== undefined ? parseOrigin(options.origin) : bootstrap && new URL(bootstrap.server.origin);
+  if (!origin) {
+    throw invalidOption('origin', undefined, "is required (or bootstrap.server): only requests to this origin are balanced, e.g. origin: 'https://kubernetes.default.svc'");
+  }
+  // Probes go to the origin on their own schedule: never with credentials in clear text.
+  if (origin.protocol === 'http:' && options.probe && options.probe.headers !== undefined) {
+    throw invalidOption('probe.headers', options.probe.headers, `must not be set for the http: origin ${origin.origin}: probes would carry them in clear text`);
+  }
+  return origin;
 }
 
 function validateRebalance(rebalance: BalancerOptions['rebalanceWatches']): ResolvedOptions['rebalanceWatches'] {

@@ -8,7 +8,7 @@ const target = 'static:///127.0.0.1:6443';
 function optionError(options: unknown): string {
   const error = (() => {
     try {
-      void createBalancer({ target, ...(options as object) }).close();
+      void createBalancer({ origin: 'https://kubernetes.default.svc', target, ...(options as object) }).close();
     } catch (err) {
       return err;
     }
@@ -37,7 +37,7 @@ test('an unknown key at any level is a typed error naming it and the nearest kno
 
 test('a client certificate with the key of another pair is an option error', (t) => {
   t.regex(optionError({ tls: { cert: certs.client.cert, key: certs.apiserver.key } }), /^options.tls.key is not the private key of tls.cert/);
-  t.notThrows(() => void createBalancer({ target, tls: { cert: certs.client.cert, key: certs.client.key } }).close());
+  t.notThrows(() => void createBalancer({ origin: 'https://kubernetes.default.svc', target, tls: { cert: certs.client.cert, key: certs.client.key } }).close());
 });
 
 test('tls.servername must be a bare host name or IP address', (t) => {
@@ -45,12 +45,12 @@ test('tls.servername must be a bare host name or IP address', (t) => {
     t.regex(optionError({ tls: { servername } }), /^options.tls.servername must be a host name or IP address, without a port/, servername);
   }
   for (const servername of ['kubernetes', 'kubernetes.default.svc', 'kubernetes.default.svc.', '10.96.0.1', '::1', '[::1]']) {
-    t.notThrows(() => void createBalancer({ target, tls: { servername } }).close(), servername);
+    t.notThrows(() => void createBalancer({ origin: 'https://kubernetes.default.svc', target, tls: { servername } }).close(), servername);
   }
 });
 
 test('TLS material handed over on rotation is checked the same way and leaves the old material in use', async (t) => {
-  const balancer = createBalancer({ target, tls: { ca: certs.ca, cert: certs.client.cert, key: certs.client.key } });
+  const balancer = createBalancer({ origin: 'https://kubernetes.default.svc', target, tls: { ca: certs.ca, cert: certs.client.cert, key: certs.client.key } });
   const internals = balancerInternals(balancer);
   const before = internals.tlsFor(new URL('https://kubernetes')).tls;
   for (const tls of [{ cert: certs.rotated.cert, key: certs.client.key }, { servername: 'kubernetes:6443' }, { serverName: 'x' }]) {
