@@ -53,6 +53,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   readonly #idempotent: boolean;
   #replayable = true;
   #attempts = 0;
+  /** Attempts that failed their TLS handshake: they do not count against `maxAttempts`. */
+  #handshakeFailures = 0;
   /** Endpoints a retry must avoid; made only when there is a retry to consider. */
   #tried: Set<Endpoint> | undefined;
   #causes: Array<{ endpoint: string; error: Error }> | undefined;
@@ -124,7 +126,12 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
    * unit of retry budget. Called while the attempt can still be held back from the caller.
    */
   #reserveRetry(attempt: Attempt, reason: RetryReason): boolean {
-    if (this.proxy.aborted || this.finished || this.#attempts >= this.host.maxAttempts) return false;
+    if (this.proxy.aborted || this.finished) return false;
+    // A handshake that failed (certificate not verified) sent nothing and ejected that endpoint:
+    // it does not use up an attempt, so 30 wrong-name endpoints cannot fail a request while 3
+    // good ones exist. Each endpoint is tried once (`tried`), which bounds these retries.
+    if (reason !== 'tls' && this.#attempts - this.#handshakeFailures >= this.host.maxAttempts) return false;
+    if (reason === 'tls') this.#handshakeFailures++;
     const nothingSent = notSent(reason, attempt.started);
     const rejectedBeforeRunning = reason === 'throttled' && !this.eviction;
     if (!nothingSent && !rejectedBeforeRunning && !this.#idempotent) return false;
