@@ -22,6 +22,8 @@ type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 interface Reservation {
   endpoint: Endpoint;
   reason: RetryReason;
+  /** Holds a unit of the retry budget (every retry but one after a failed handshake). */
+  budgeted: boolean;
 }
 
 /**
@@ -128,8 +130,9 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #reserveRetry(attempt: Attempt, reason: RetryReason): boolean {
     if (this.proxy.aborted || this.finished) return false;
     // A handshake that failed (certificate not verified) sent nothing and ejected that endpoint:
-    // it does not use up an attempt, so 30 wrong-name endpoints cannot fail a request while 3
-    // good ones exist. Each endpoint is tried once (`tried`), which bounds these retries.
+    // it uses up neither an attempt nor retry budget, so 30 wrong-name endpoints cannot fail a
+    // request while 3 good ones exist. An ejected endpoint is not picked again, so these retries
+    // number at most the endpoints per ejection, however many requests there are.
     if (reason !== 'tls' && this.#attempts - this.#handshakeFailures >= this.host.maxAttempts) return false;
     if (reason === 'tls') this.#handshakeFailures++;
     const nothingSent = notSent(reason, attempt.started);
@@ -140,8 +143,9 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const tried = (this.#tried ??= new Set());
     tried.add(attempt.endpoint);
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
-    if (!endpoint || !this.host.budget.tryAcquire()) return false;
-    this.#next = { endpoint, reason };
+    const budgeted = reason !== 'tls';
+    if (!endpoint || (budgeted && !this.host.budget.tryAcquire())) return false;
+    this.#next = { endpoint, reason, budgeted };
     return true;
   }
 
@@ -149,21 +153,21 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const next = this.#next as Reservation;
     this.#next = undefined;
     if (this.finished || this.proxy.aborted) {
-      this.host.budget.release();
+      if (next.budgeted) this.host.budget.release();
       return this.#fail(this.proxy.reason ?? new Error('aborted'), false);
     }
     // A held-back response is read to its end first: meanwhile the resolver may have dropped the endpoint.
     if (next.endpoint.removed) {
       const endpoint = this.host.pick(this.longRunning, this.#probationOk(), this.#tried);
       if (!endpoint) {
-        this.host.budget.release();
+        if (next.budgeted) this.host.budget.release();
         return this.#fail(this.host.noEndpoints(), false);
       }
       next.endpoint = endpoint;
     }
     this.proxy.detach();
     this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1, this);
-    this.#send(next.endpoint, true);
+    this.#send(next.endpoint, next.budgeted);
   }
 
   /** The caller aborted while no attempt was running (a retry about to be sent). */
@@ -291,8 +295,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.finished = true;
     this.host.budget.requests--;
     if (this.#next) {
+      if (this.#next.budgeted) this.host.budget.release();
       this.#next = undefined;
-      this.host.budget.release();
     }
   }
 }

@@ -12,7 +12,7 @@ test('3 good + 30 wrong-name endpoints: none of 200 GETs fails, and the wrong-na
   const wrong = await startServers(Array.from({ length: 30 }, (_, i) => `127.0.1.${i + 1}`), { tls: certs.wrongName });
   // Interleaved, so round robin reaches a wrong-name endpoint on almost every pick at first.
   const all = [...wrong.slice(0, 10), good[0]!, ...wrong.slice(10, 20), good[1]!, ...wrong.slice(20), good[2]!];
-  const balancer = createBalancer({ target: staticTarget(all), origin: ORIGIN, tls: { ca: certs.ca }, probe: { intervalMs: 200 }, baseEjectionMs: 100, maxEjectionMs: 200 });
+  const balancer = createBalancer({ target: staticTarget(all), origin: ORIGIN, tls: { ca: certs.ca }, baseEjectionMs: 100, maxEjectionMs: 200 });
   try {
     let failed = 0;
     let next = 0;
