@@ -55,7 +55,9 @@ export class Origins {
     const routes = legacy ? this.#legacyRoutes : this.#routes;
     let route = routes.get(origin.origin);
     if (!route) {
-      route = { protocol: origin.protocol, host: origin.host, verification: verificationFor(origin, this.#tls.current), http1Only: legacy };
+      const verification = verificationFor(origin, this.#tls.current);
+      const key = `${origin.protocol}//${origin.host} ${verification.name} ${verification.sni ?? '-'} ${legacy ? 'h1' : 'h2'}`;
+      route = { key, protocol: origin.protocol, host: origin.host, verification, http1Only: legacy };
       if (routes.size >= MAX_ORIGINS) routes.clear();
       routes.set(origin.origin, route);
     }

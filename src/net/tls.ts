@@ -67,6 +67,8 @@ export function tlsConnectOptions(tls: ResolvedTls, verification: Verification):
  * Cached per origin, so pools can be keyed by its identity without building strings per request.
  */
 export interface Route {
+  /** What a pool depends on, as a string (protocol, host, verification, HTTP/1.1-only): pools are keyed by it. */
+  readonly key: string;
   readonly protocol: string;
   readonly host: string;
   readonly verification: Verification;
