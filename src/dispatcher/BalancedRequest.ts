@@ -1,16 +1,17 @@
-import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
+import { isPointRead } from '../balancer/load/isPointRead.ts';
 import { BalancerError } from '../errors.ts';
-import { classifyError } from '../health/classifyError.ts';
-import type { AttemptOutcome, FailureKind, RetryReason } from '../health/outcome.ts';
+import type { FailureKind, RetryReason } from '../health/outcome.ts';
+import { isShutdown503, mayBeShutdown503 } from '../health/rejections.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
+import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
 import type { Route } from '../net/tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
 import type { DescribedRequest, RequestHost } from './RequestHost.ts';
-import { isEviction, isIdempotent, notSent } from './retrySafety.ts';
+import { isEviction, isIdempotent, notSent, takesThrottledRetry } from './retrySafety.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;
 type Handler = Dispatcher.DispatchHandler;
@@ -31,8 +32,11 @@ interface Reservation {
  * twice, and only where the design's retry-safety table allows:
  * - nothing sent (connect or TLS failure, reset before the request started, a stream an HTTP/2
  *   GOAWAY or REFUSED_STREAM says was not processed): any method;
- * - 429 from API Priority and Fairness or a shutting-down apiserver: any method (the apiserver
- *   rejected the request before running it) — except the Eviction API, whose 429 is an answer;
+ * - 429 from API Priority and Fairness or a shutting-down apiserver, and the default shutdown's 503
+ *   "apiserver is shutting down" (`isShutdown503`, told by its body, which is read whole first when
+ *   the method may not be repeated): any method (the apiserver rejected the request before running
+ *   it) — except the Eviction API, whose 429 is an answer; a throttled request only to an endpoint
+ *   that is not resting or draining itself;
  * - reset after the request was written, 5xx, request timeout: GET and HEAD only.
  * A response that reached the caller is never retried, so a watch is never resumed mid-stream.
  *
@@ -42,7 +46,7 @@ interface Reservation {
  * informer re-watches from the last resourceVersion it saw. client-node's informer stops for good
  * on any error but 410 and timeouts; a clean end is the one outcome every client resumes from.
  */
-export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest {
+export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest, AttemptOwner {
   readonly host: RequestHost;
   readonly downstream: Handler;
   readonly proxy: ProxyController;
@@ -50,6 +54,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   /** A watch (`watch=true` or a `/watch/` path): its stream can end cleanly at an event boundary. */
   readonly watch: boolean;
   readonly eviction: boolean;
+  /** A short GET of one object: its latency measures the endpoint's load (see `isPointRead`). */
+  readonly timed: boolean;
   readonly #opts: DispatchOptions;
   readonly #route: Route;
   readonly #idempotent: boolean;
@@ -83,6 +89,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const method = opts.method;
     this.#idempotent = isIdempotent(method);
     this.eviction = isEviction(method, opts.path);
+    this.timed = !longRunning && isPointRead(method, opts.path);
     this.#opts = opts;
     this.proxy = new ProxyController(this);
     host.budget.requests++;
@@ -115,7 +122,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #send(endpoint: Endpoint, retry: boolean): void {
     this.#attempts++;
     const attempt = new Attempt(this, endpoint, retry);
-    this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
+    attempt.startedAt = this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);
     } catch (error) {
@@ -136,7 +143,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     if (reason !== 'tls' && this.#attempts - this.#handshakeFailures >= this.host.maxAttempts) return false;
     if (reason === 'tls') this.#handshakeFailures++;
     const nothingSent = notSent(reason, attempt.started);
-    const rejectedBeforeRunning = reason === 'throttled' && !this.eviction;
+    const rejectedBeforeRunning = (reason === 'throttled' && !this.eviction) || reason === 'shutdown';
     if (!nothingSent && !rejectedBeforeRunning && !this.#idempotent) return false;
     if (attempt.started && !this.#replayable) return false;
     // Every attempt before this one went through here too: the set holds each endpoint tried.
@@ -144,7 +151,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     tried.add(attempt.endpoint);
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
     const budgeted = reason !== 'tls';
-    if (!endpoint || (budgeted && !this.host.budget.tryAcquire())) return false;
+    if (!endpoint || (reason === 'throttled' && !takesThrottledRetry(endpoint)) || (budgeted && !this.host.budget.tryAcquire())) return false;
     this.#next = { endpoint, reason, budgeted };
     return true;
   }
@@ -196,6 +203,24 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     if (reason && this.#reserveRetry(attempt, reason)) return true;
     this.#committed = true;
     return false;
+  }
+
+  /**
+   * Whether a response is read whole before anything of it reaches the caller: a 503 that may be the
+   * default shutdown's rejection, of a request that is not retried on any 5xx anyway.
+   */
+  inspects(statusCode: number, headers: Headers): boolean {
+    return !this.#idempotent && mayBeShutdown503(statusCode, headers);
+  }
+
+  /** An inspected response was read whole: true when it goes elsewhere, false when it is the answer. */
+  inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean {
+    return isShutdown503(statusCode, headers, body) && this.#reserveRetry(attempt, 'shutdown');
+  }
+
+  /** The response of the current attempt reaches the caller: nothing of this request is retried now. */
+  commit(): void {
+    this.#committed = true;
   }
 
   /** A held-back response was read to its end (or broke while being read). */
@@ -273,10 +298,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.downstream.onResponseEnd?.(this.proxy, trailers);
   }
 
-  /**
-   * Ends the request with an error. When retrying was allowed but every endpoint tried failed (or no
-   * other could take it), the error names each endpoint's cause.
-   */
+  /** Ends the request with an error; when retrying was allowed but failed everywhere, the error names each endpoint's cause. */
   #fail(error: Error, exhausted: boolean): void {
     if (this.finished) return;
     let reported = error;
@@ -298,121 +320,6 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
       if (this.#next.budgeted) this.host.budget.release();
       this.#next = undefined;
     }
-  }
-}
-
-/** One attempt on one endpoint: forwards to the caller unless its response is held back for a retry. */
-class Attempt implements Handler {
-  readonly endpoint: Endpoint;
-  readonly #request: BalancedRequest;
-  /** Retry attempts hold a unit of the retry budget until they end. */
-  readonly #holdsBudget: boolean;
-  #controller: Controller | undefined;
-  #moved = false;
-  started = false;
-  #heldBack = false;
-  #statusCode = 0;
-  #headers: Headers = {};
-  #body = '';
-  #settled = false;
-
-  constructor(request: BalancedRequest, endpoint: Endpoint, holdsBudget: boolean) {
-    this.#request = request;
-    this.endpoint = endpoint;
-    this.#holdsBudget = holdsBudget;
-  }
-
-  onRequestStart(controller: Controller, context: unknown): void {
-    this.#controller = controller;
-    this.#request.attemptStarted(this, controller, context);
-  }
-
-  /** The watch is being moved: it ends without a verdict on the endpoint's health. */
-  moved(): void {
-    this.#moved = true;
-    this.#settle({ type: 'aborted' });
-  }
-
-  abort(reason: Error): void {
-    this.#controller?.abort(reason);
-  }
-
-  onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
-    const request = this.#request;
-    this.#statusCode = statusCode;
-    request.holdBack(this, statusCode);
-    // An upgraded socket (exec, attach, port-forward) is a stream until it closes.
-    socket.once('close', () => {
-      this.#settle({ type: 'response', statusCode, headers, body: '', eviction: false });
-      request.upgradeClosed();
-    });
-    request.downstream.onRequestUpgrade?.(request.proxy, statusCode, headers, socket);
-  }
-
-  onResponseStart(_controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
-    const request = this.#request;
-    if (request.finished) return;
-    if (statusCode >= 200) {
-      this.#statusCode = statusCode;
-      this.#headers = headers;
-      if (request.holdBack(this, statusCode)) {
-        this.#heldBack = true;
-        return;
-      }
-      if (request.watch && statusCode < 300) request.watchStarted(this);
-    }
-    request.downstream.onResponseStart?.(request.proxy, statusCode, headers, statusMessage);
-  }
-
-  onResponseData(_controller: Controller, chunk: Buffer): void {
-    // Kept to tell a shutting-down apiserver's 429 from a throttling one, whether or not it is retried.
-    if (this.#statusCode === 429 && this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
-    if (this.#heldBack) return;
-    if (!this.#request.finished) this.#request.forward(chunk);
-  }
-
-  onResponseEnd(_controller: Controller, trailers: Headers): void {
-    const request = this.#request;
-    this.#settle(this.#responseOutcome());
-    if (this.#heldBack) return request.heldBackDone(this);
-    if (request.finished) return;
-    request.completed(trailers);
-  }
-
-  onResponseError(_controller: Controller | null, error: Error): void {
-    if (this.#moved) return;
-    if (this.#heldBack) {
-      // The held-back response broke while being read; it was rejected anyway.
-      this.#settle(this.#responseOutcome());
-      return this.#request.heldBackDone(this);
-    }
-    const kind = this.#request.proxy.aborted ? 'aborted' : classifyError(error);
-    this.#settle(kind === 'aborted' ? { type: 'aborted' } : { type: 'error', kind, error });
-    this.#request.attemptFailed(this, error, kind);
-  }
-
-  onBodySent(chunk: Buffer): void {
-    this.#request.downstream.onBodySent?.(chunk);
-  }
-
-  onRequestSent(): void {
-    this.#request.downstream.onRequestSent?.();
-  }
-
-  onResponseStarted(): void {
-    this.#request.downstream.onResponseStarted?.();
-  }
-
-  #responseOutcome(): AttemptOutcome {
-    return { type: 'response', statusCode: this.#statusCode, headers: this.#headers, body: this.#body, eviction: this.#request.eviction };
-  }
-
-  #settle(outcome: AttemptOutcome): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    if (this.#holdsBudget) this.#request.host.budget.release();
-    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome);
-    this.#request.attemptSettled(this);
   }
 }
 

@@ -8,7 +8,7 @@ import { BalancerError } from '../errors.ts';
 import { HealthTracker, type ProbeResult } from '../health/HealthTracker.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
 import { OutcomeJudge } from '../health/OutcomeJudge.ts';
-import type { AttemptOutcome } from '../health/outcome.ts';
+import { measuresServing, type AttemptOutcome } from '../health/outcome.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { ProbeSender } from '../health/sendProbe.ts';
 import { withHost } from '../net/headers.ts';
@@ -20,6 +20,7 @@ import { Totals, type BalancerStats } from '../observability/stats.ts';
 import type { BalancerOptions, UndiciModule } from '../options/BalancerOptions.ts';
 import { resolveOptions, validateTls, type ResolvedOptions } from '../options/validate.ts';
 import { describeTarget } from '../resolver/describeTarget.ts';
+import { limitEndpoints } from '../resolver/limitEndpoints.ts';
 import { createResolver } from '../resolver/parseTarget.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
 import { BalancedRequest } from './BalancedRequest.ts';
@@ -70,7 +71,10 @@ export class Balancer extends undici.Dispatcher {
     this.#options = resolveOptions(options);
     const { clock } = this.#options;
     const tls = (this.#tls = new TlsState(this.#options.tls));
-    this.#resolver = createResolver(this.#options.target, { clock, dns: this.#options.dns, tls: () => tls.current, bootstrap: this.#options.bootstrap });
+    this.#resolver = limitEndpoints(
+      createResolver(this.#options.target, { clock, dns: this.#options.dns, tls: () => tls.current, bootstrap: this.#options.bootstrap }),
+      this.#options.maxEndpoints,
+    );
     this.#undici = this.#options.undici ?? undici;
     this.#set = new EndpointSet(clock, this.#options);
     this.#pools = new EndpointPools(this.#undici, this.#options, tls, (event, origin, targets, error) =>
@@ -118,7 +122,7 @@ export class Balancer extends undici.Dispatcher {
     }
     const rebalance = this.#options.rebalanceWatches;
     if (rebalance) {
-      this.#rebalancer = new WatchRebalancer(this.#set, clock, rebalance.maxPerSecond, (from, to) =>
+      this.#rebalancer = new WatchRebalancer(this.#set, clock, rebalance, (from, to) =>
         this.#emit('rebalance', { from: from.info(), to: to.info() }),
       );
     }
@@ -253,7 +257,8 @@ export class Balancer extends undici.Dispatcher {
           if (probation) this.#health.releaseProbation(probation);
         }
         if (exclude) return this.#set.pick({ longRunning, exclude });
-        return this.#set.pick(longRunning ? PICK_LONG_RUNNING : PICK_SHORT);
+        if (longRunning) return rebalancer?.claim() ?? this.#set.pick(PICK_LONG_RUNNING);
+        return this.#set.pick(PICK_SHORT);
       },
       send: (endpoint, route, opts, handler) => this.#pools.get(endpoint, route).dispatch(opts, handler),
       attemptStarted: (endpoint, longRunning, request, attempt) => {
@@ -263,12 +268,14 @@ export class Balancer extends undici.Dispatcher {
         endpoint.inFlight++;
         endpoint.requests++;
         if (longRunning) endpoint.streams++;
+        return request instanceof BalancedRequest && request.timed ? this.#set.timedStart(endpoint) : NaN;
       },
-      attemptEnded: (endpoint, longRunning, outcome) => {
+      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => {
         endpoint.inFlight--;
         if (longRunning) endpoint.streams--;
         endpoint.outcomes[outcomeIndex(outcome)]!++;
         this.#judge.judge(endpoint, outcome);
+        if (!longRunning) this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome));
       },
       retrying: (from, to, reason, attempt, request) => {
         if (retryChannel.hasSubscribers) {

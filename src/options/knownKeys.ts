@@ -10,14 +10,14 @@ const top = {
   target: true, bootstrap: true, origin: true, tls: true, undici: true, connectTimeout: true, keepAliveTimeout: true,
   pingInterval: true, requestTimeout: true, maxAttempts: true, retryBudget: true, maxBufferedBody: true,
   consecutive5xx: true, baseEjectionMs: true, maxEjectionMs: true, maxEjectionPercent: true, probe: true, dns: true,
-  clock: true, policy: true, slowStartMs: true, panicThreshold: true, logger: true, rebalanceWatches: true,
+  clock: true, policy: true, slowStartMs: true, panicThreshold: true, logger: true, rebalanceWatches: true, maxEndpoints: true,
 } satisfies Keys<BalancerOptions>;
 const tls = { ca: true, cert: true, key: true, servername: true, rejectUnauthorized: true } satisfies Keys<TlsOptions>;
 const dns = { servers: true, timeout: true, attempts: true, minTtl: true, maxTtl: true, maxStale: true } satisfies Keys<DnsOptions>;
 const probe = { path: true, intervalMs: true, timeoutMs: true, headers: true } satisfies Keys<ProbeOptions>;
 const bootstrap = { server: true, headers: true, lastResort: true } satisfies Keys<BootstrapOptions>;
 const retryBudget = { percent: true, min: true } satisfies Keys<NonNullable<BalancerOptions['retryBudget']>>;
-const rebalanceWatches = { maxPerSecond: true } satisfies Keys<Exclude<BalancerOptions['rebalanceWatches'], false | undefined>>;
+const rebalanceWatches = { maxPerSecond: true, graceMs: true } satisfies Keys<Exclude<BalancerOptions['rebalanceWatches'], false | undefined>>;
 
 /** The known keys of each nested option object, by its path (`''` is the options object itself). */
 export const knownKeys: Readonly<Record<string, readonly string[]>> = {

@@ -41,7 +41,8 @@ export interface ResolvedOptions {
   slowStartMs: number;
   panicThreshold: number;
   logger: Logger | undefined;
-  rebalanceWatches: { maxPerSecond: number } | false;
+  rebalanceWatches: { maxPerSecond: number; graceMs: number } | false;
+  maxEndpoints: number;
 }
 
 /** Validates everything up front so a bad option fails at construction, naming the field. */
@@ -80,6 +81,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     panicThreshold: fraction('panicThreshold', options.panicThreshold ?? defaultOptions.panicThreshold),
     logger: validateLogger(options.logger),
     rebalanceWatches: validateRebalance(options.rebalanceWatches),
+    maxEndpoints: integerIn('maxEndpoints', options.maxEndpoints ?? defaultOptions.maxEndpoints, 1, 10_000),
   };
 }
 
@@ -102,11 +104,11 @@ function validateOrigin(options: BalancerOptions, bootstrap: ResolvedBootstrap |
 function validateRebalance(rebalance: BalancerOptions['rebalanceWatches']): ResolvedOptions['rebalanceWatches'] {
   if (rebalance === false) return false;
   if (rebalance === undefined) return { ...defaultOptions.rebalanceWatches };
-  if (typeof rebalance !== 'object' || rebalance === null) throw invalidOption('rebalanceWatches', rebalance, 'must be { maxPerSecond } or false');
+  if (typeof rebalance !== 'object' || rebalance === null) throw invalidOption('rebalanceWatches', rebalance, 'must be { maxPerSecond, graceMs } or false');
   rejectUnknownKeys('rebalanceWatches', rebalance, knownKeys['rebalanceWatches']!);
   const rate = rebalance.maxPerSecond ?? defaultOptions.rebalanceWatches.maxPerSecond;
   if (typeof rate !== 'number' || !(rate > 0 && rate <= 1000)) throw invalidOption('rebalanceWatches.maxPerSecond', rate, 'must be a number above 0, at most 1000');
-  return { maxPerSecond: rate };
+  return { maxPerSecond: rate, graceMs: nonNegativeMs('rebalanceWatches.graceMs', rebalance.graceMs ?? defaultOptions.rebalanceWatches.graceMs) };
 }
 
 function validateBootstrap(bootstrap: BootstrapOptions | undefined): ResolvedBootstrap | undefined {
@@ -132,7 +134,7 @@ function validateHeaders(field: string, headers: unknown): void {
   }
 }
 
-const policies: readonly Policy[] = ['round-robin', 'least-request'];
+const policies: readonly Policy[] = ['weighted-round-robin', 'round-robin', 'least-request'];
 
 function validatePolicy(policy: unknown): Policy {
   if (!policies.includes(policy as Policy)) throw invalidOption('policy', policy, `must be one of ${policies.map((p) => `'${p}'`).join(', ')}`);

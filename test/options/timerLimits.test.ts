@@ -17,6 +17,7 @@ const msOptions: Array<[string, (ms: number) => Partial<BalancerOptions>]> = [
   ['dns.minTtl', (ms) => ({ dns: { minTtl: ms, maxTtl: ms } })],
   ['dns.maxTtl', (ms) => ({ dns: { maxTtl: ms } })],
   ['dns.maxStale', (ms) => ({ dns: { maxStale: ms } })],
+  ['rebalanceWatches.graceMs', (ms) => ({ rebalanceWatches: { graceMs: ms } })],
 ];
 
 const target = 'static:///127.0.0.1:6443';
