@@ -71,8 +71,9 @@ const addresses = (servers: ServerProcess[]): string[] => servers.map((s, i) => 
 
 function kubeBalancer(policy?: Policy): Make {
   return (servers) => {
-    const balancer = createBalancer({ target: `static:///${addresses(servers).join(',')}`, tls: { ca: certs.ca }, ...(policy ? { policy } : {}) });
-    return { send: viaDispatcher(balancer, `https://${APISERVER_NAME}:6443`), close: () => balancer.close() };
+    const origin = `https://${APISERVER_NAME}:6443`;
+    const balancer = createBalancer({ origin, target: `static:///${addresses(servers).join(',')}`, tls: { ca: certs.ca }, ...(policy ? { policy } : {}) });
+    return { send: viaDispatcher(balancer, origin), close: () => balancer.close() };
   };
 }
 

@@ -28,7 +28,7 @@ export async function run(): Promise<unknown> {
     const server = await startServerProcess('127.0.0.2', protocol);
     try {
       for (const concurrency of [1, 64]) {
-        const balancer = createBalancer({ target: `static:///127.0.0.2:${server.port}`, tls: { ca: certs.ca } });
+        const balancer = createBalancer({ origin: `https://${APISERVER_NAME}:6443`, target: `static:///127.0.0.2:${server.port}`, tls: { ca: certs.ca } });
         const pool = new Pool(`https://127.0.0.2:${server.port}`, { connect: { ca: certs.ca, servername: APISERVER_NAME } });
         const viaBalancer = async (): Promise<void> => {
           const res = await balancer.request({ origin: ORIGIN, path: '/api/v1/namespaces/default/configmaps/bench', method: 'GET' });
@@ -66,7 +66,7 @@ async function cpuPhase(): Promise<unknown> {
   try {
     for (const concurrency of [1, 64]) {
       const requests = concurrency === 1 ? Math.ceil(CPU_REQUESTS / 2) : CPU_REQUESTS;
-      const balancer = createBalancer({ target: `static:///127.0.0.2:${server.port}`, tls: { ca: certs.ca } });
+      const balancer = createBalancer({ origin: ORIGIN, target: `static:///127.0.0.2:${server.port}`, tls: { ca: certs.ca } });
       const pool = new Pool(`https://127.0.0.2:${server.port}`, { connect: { ca: certs.ca, servername: APISERVER_NAME } });
       const viaPool = async (): Promise<void> => (await pool.request({ path: PATH, method: 'GET', headers: { host: `${APISERVER_NAME}:6443` } })).body.dump();
       const viaBalancer = async (): Promise<void> => (await balancer.request({ origin: ORIGIN, path: PATH, method: 'GET' })).body.dump();

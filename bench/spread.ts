@@ -39,7 +39,7 @@ export async function run(): Promise<unknown> {
   };
   const clients: Array<() => Client> = [
     () => {
-      const balancer = createBalancer({ target: `static:///${addresses.join(',')}`, tls: { ca: certs.ca }, probe: false });
+      const balancer = createBalancer({ origin: `https://${APISERVER_NAME}:6443`, target: `static:///${addresses.join(',')}`, tls: { ca: certs.ca }, probe: false });
       return {
         name: 'kube-balancer, one client',
         send: async () => {

@@ -30,7 +30,8 @@ interface SimOptions extends DispatchOptions {
 }
 
 const ORIGIN = 'https://kubernetes.default.svc';
-const ROUTE: Route = { protocol: 'https:', host: 'kubernetes.default.svc', verification: { name: 'kubernetes.default.svc', sni: 'kubernetes.default.svc' }, http1Only: false };
+// Its key in the format of `Origins.route` (origin, verification name, SNI, protocol).
+const ROUTE: Route = { key: 'https://kubernetes.default.svc kubernetes.default.svc kubernetes.default.svc h2', protocol: 'https:', host: 'kubernetes.default.svc', verification: { name: 'kubernetes.default.svc', sni: 'kubernetes.default.svc' }, http1Only: false };
 const METHOD = { get: 'GET', list: 'GET', watch: 'GET', write: 'PUT' } as const;
 const PATH = { get: '/api/v1/namespaces/default/configmaps/x', list: '/api/v1/pods', watch: '/api/v1/pods?watch=true', write: '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/x' } as const;
 

@@ -23,6 +23,8 @@ type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 interface Reservation {
   endpoint: Endpoint;
   reason: RetryReason;
+  /** Holds a unit of the retry budget (every retry but one after a failed handshake). */
+  budgeted: boolean;
 }
 
 /**
@@ -59,6 +61,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   readonly #idempotent: boolean;
   #replayable = true;
   #attempts = 0;
+  /** Attempts that failed their TLS handshake: they do not count against `maxAttempts`. */
+  #handshakeFailures = 0;
   /** Endpoints a retry must avoid; made only when there is a retry to consider. */
   #tried: Set<Endpoint> | undefined;
   #causes: Array<{ endpoint: string; error: Error }> | undefined;
@@ -131,7 +135,13 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
    * unit of retry budget. Called while the attempt can still be held back from the caller.
    */
   #reserveRetry(attempt: Attempt, reason: RetryReason): boolean {
-    if (this.proxy.aborted || this.finished || this.#attempts >= this.host.maxAttempts) return false;
+    if (this.proxy.aborted || this.finished) return false;
+    // A handshake that failed (certificate not verified) sent nothing and ejected that endpoint:
+    // it uses up neither an attempt nor retry budget, so 30 wrong-name endpoints cannot fail a
+    // request while 3 good ones exist. An ejected endpoint is not picked again, so these retries
+    // number at most the endpoints per ejection, however many requests there are.
+    if (reason !== 'tls' && this.#attempts - this.#handshakeFailures >= this.host.maxAttempts) return false;
+    if (reason === 'tls') this.#handshakeFailures++;
     const nothingSent = notSent(reason, attempt.started);
     const rejectedBeforeRunning = (reason === 'throttled' && !this.eviction) || reason === 'shutdown';
     if (!nothingSent && !rejectedBeforeRunning && !this.#idempotent) return false;
@@ -140,8 +150,9 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const tried = (this.#tried ??= new Set());
     tried.add(attempt.endpoint);
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
-    if (!endpoint || (reason === 'throttled' && !takesThrottledRetry(endpoint)) || !this.host.budget.tryAcquire()) return false;
-    this.#next = { endpoint, reason };
+    const budgeted = reason !== 'tls';
+    if (!endpoint || (reason === 'throttled' && !takesThrottledRetry(endpoint)) || (budgeted && !this.host.budget.tryAcquire())) return false;
+    this.#next = { endpoint, reason, budgeted };
     return true;
   }
 
@@ -149,21 +160,21 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const next = this.#next as Reservation;
     this.#next = undefined;
     if (this.finished || this.proxy.aborted) {
-      this.host.budget.release();
+      if (next.budgeted) this.host.budget.release();
       return this.#fail(this.proxy.reason ?? new Error('aborted'), false);
     }
     // A held-back response is read to its end first: meanwhile the resolver may have dropped the endpoint.
     if (next.endpoint.removed) {
       const endpoint = this.host.pick(this.longRunning, this.#probationOk(), this.#tried);
       if (!endpoint) {
-        this.host.budget.release();
+        if (next.budgeted) this.host.budget.release();
         return this.#fail(this.host.noEndpoints(), false);
       }
       next.endpoint = endpoint;
     }
     this.proxy.detach();
     this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1, this);
-    this.#send(next.endpoint, true);
+    this.#send(next.endpoint, next.budgeted);
   }
 
   /** The caller aborted while no attempt was running (a retry about to be sent). */
@@ -306,8 +317,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.finished = true;
     this.host.budget.requests--;
     if (this.#next) {
+      if (this.#next.budgeted) this.host.budget.release();
       this.#next = undefined;
-      this.host.budget.release();
     }
   }
 }

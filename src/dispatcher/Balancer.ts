@@ -55,8 +55,8 @@ export class Balancer extends undici.Dispatcher {
   readonly #totals: Totals;
   readonly #host: RequestHost;
   readonly #rebalancer: WatchRebalancer | undefined;
-  /** The origin probes are sent for: `options.origin`, else the last balanced request's. */
-  #probeOrigin: URL | undefined;
+  /** The origin probes are sent for: the balanced one, never a request's guess. */
+  readonly #probeOrigin: URL;
   /** Our own event-loop lag: a timeout during our stall says nothing about the apiserver. */
   readonly #lag = new LagMonitor();
   #passthrough: Agent | undefined;
@@ -225,7 +225,6 @@ export class Balancer extends undici.Dispatcher {
 
   #dispatchBalanced(opts: DispatchOptions, origin: KnownOrigin, handler: DispatchHandler, legacy: boolean): void {
     if (this.#closed) return reportError(handler, closedError());
-    this.#probeOrigin ??= origin.url;
     // undici 8 never runs a legacy (v1) handler over HTTP/2: its route's pool is HTTP/1.1-only (a
     // Pool ignores a request's `allowH2`; only the passthrough Agent reads it).
     const route = legacy ? (origin.legacyRoute ??= this.#origins.route(origin.url, true)) : (origin.route ??= this.#origins.route(origin.url, false));
@@ -318,7 +317,7 @@ export class Balancer extends undici.Dispatcher {
 
   #sendProbe(endpoint: Endpoint, settings: ProbeSettings): Promise<ProbeResult | undefined> {
     const origin = this.#probeOrigin;
-    if (!origin || endpoint.removed || this.#closed) return Promise.resolve(undefined);
+    if (endpoint.removed || this.#closed) return Promise.resolve(undefined);
     const route = this.#origins.route(origin, false);
     return this.#probes.send(endpoint, settings, { origin, sni: route.verification.sni, pool: this.#pools.get(endpoint, route) });
   }

@@ -20,8 +20,8 @@ const MAX_ORIGINS = 256;
  * legacy (HTTP/1.1-only) handlers.
  */
 export class Origins {
-  /** `options.origin` as a string, the only origin balanced when set. */
-  readonly #only: string | undefined;
+  /** `options.origin` as a string, the only origin balanced. */
+  readonly #only: string;
   readonly #tls: TlsState;
   readonly #known = new Map<string, KnownOrigin>();
   readonly #routes = new Map<string, Route>();
@@ -30,13 +30,13 @@ export class Origins {
   #lastKey: string | undefined;
   #last: KnownOrigin | undefined;
 
-  constructor(only: URL | undefined, tls: TlsState) {
-    this.#only = only?.origin;
+  constructor(only: URL, tls: TlsState) {
+    this.#only = only.origin;
     this.#tls = tls;
   }
 
   balances(origin: URL): boolean {
-    return this.#only === undefined || this.#only === origin.origin;
+    return this.#only === origin.origin;
   }
 
   known(origin: DispatchOptions['origin']): KnownOrigin {
@@ -63,7 +63,9 @@ export class Origins {
     const routes = legacy ? this.#legacyRoutes : this.#routes;
     let route = routes.get(origin.origin);
     if (!route) {
-      route = { protocol: origin.protocol, host: origin.host, verification: verificationFor(origin, this.#tls.current), http1Only: legacy };
+      const verification = verificationFor(origin, this.#tls.current);
+      const key = `${origin.protocol}//${origin.host} ${verification.name} ${verification.sni ?? '-'} ${legacy ? 'h1' : 'h2'}`;
+      route = { key, protocol: origin.protocol, host: origin.host, verification, http1Only: legacy };
       if (routes.size >= MAX_ORIGINS) routes.clear();
       routes.set(origin.origin, route);
     }

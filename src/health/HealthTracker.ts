@@ -245,7 +245,10 @@ export class HealthTracker {
       h.timer = undefined;
       if (endpoint.state !== 'ejected') return;
       endpoint.state = 'probing';
-      this.#probing.add(endpoint);
+      // A certificate that failed verification is no passing fault: a caller's request would only
+      // fail on it again. Probes (which verify the same way) bring it back; requests do only
+      // when there are no probes.
+      if (reason !== 'tls' || !this.#settings.probes) this.#probing.add(endpoint);
       this.#listener.changed();
     }, ms);
     this.#listener.eject(endpoint, reason, ms);

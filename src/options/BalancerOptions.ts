@@ -83,8 +83,9 @@ export interface BalancerOptions {
   /** Required by `kubernetes:` targets; see `BootstrapOptions`. Default none. */
   bootstrap?: BootstrapOptions;
   /**
-   * Only requests to this origin (e.g. `https://kubernetes.default.svc:443`) are balanced; requests
-   * to any other origin go unchanged through a plain undici `Agent`. Default: every request is balanced.
+   * Only requests to this origin (e.g. `https://kubernetes.default.svc:443`) are balanced, and
+   * probes are sent for it; requests to any other origin go unchanged through a plain undici
+   * `Agent`. Default: the origin of `bootstrap.server`; without either, construction fails.
    */
   origin?: string | URL;
   /** TLS settings used for every endpoint. */

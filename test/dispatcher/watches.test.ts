@@ -37,7 +37,7 @@ async function watchServers(hosts: string[]): Promise<{ servers: TestServer[]; o
 for (const watch of ['watch=true', 'watch=True', 'watch=t', 'watch']) {
   test(`a watch (${watch}) whose apiserver crashes mid-event ends cleanly after its last complete event; health still sees the failure`, async (t) => {
     const { servers } = await watchServers(['127.0.0.2']);
-    const balancer = createBalancer({ target: `static:///${servers[0]!.authority}`, tls: { ca: certs.ca }, probe: false });
+    const balancer = createBalancer({ origin: ORIGIN, target: `static:///${servers[0]!.authority}`, tls: { ca: certs.ca }, probe: false });
     try {
       const res = await undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps?${watch}`, { dispatcher: balancer });
       t.is(res.statusCode, 200);
@@ -64,7 +64,7 @@ test('a fourth endpoint: once its watch cache is a minute old, watches move over
   const resolver = pushResolver([a, b, c].map(addressOf));
   const logged: unknown[] = [];
   const logger = { debug: () => {}, info: (fields: Record<string, unknown>) => void logged.push(fields), warn: () => {}, error: () => {} };
-  const balancer = createBalancer({ target: resolver, tls: { ca: certs.ca }, probe: false, clock, slowStartMs: 0, rebalanceWatches: { maxPerSecond: 1, graceMs: GRACE_MS }, logger });
+  const balancer = createBalancer({ origin: ORIGIN, target: resolver, tls: { ca: certs.ca }, probe: false, clock, slowStartMs: 0, rebalanceWatches: { maxPerSecond: 1, graceMs: GRACE_MS }, logger });
   const moves: string[] = [];
   const movedAt: number[] = [];
   balancer.on('rebalance', ({ from, to }) => {
@@ -131,7 +131,7 @@ test('watch rebalancing off: an endpoint that joins takes new watches only', asy
   const [a, b] = servers as [TestServer, TestServer];
   const clock = new FakeClock();
   const resolver = pushResolver([addressOf(a)]);
-  const balancer = createBalancer({ target: resolver, tls: { ca: certs.ca }, probe: false, clock, rebalanceWatches: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: resolver, tls: { ca: certs.ca }, probe: false, clock, rebalanceWatches: false });
   let moves = 0;
   balancer.on('rebalance', () => moves++);
   try {
@@ -150,7 +150,7 @@ test('watch rebalancing off: an endpoint that joins takes new watches only', asy
 test.serial('replaced TLS credentials: new connections use them, a watch on the old connection runs on; the same material changes nothing', async (t) => {
   const { servers, open } = await watchServers(['127.0.0.2']);
   const server = servers[0]!;
-  const balancer = createBalancer({ target: `static:///${server.authority}`, tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: `static:///${server.authority}`, tls: { ca: certs.ca }, probe: false });
   const internals = balancerInternals(balancer);
   try {
     const watch = await undici.request(`${ORIGIN}${WATCH}`, { dispatcher: balancer });

@@ -27,8 +27,8 @@ async function call(balancer: Balancer, origin: string, method: string, path: st
 
 test('default shutdown of 1 of 3: POST, PUT, PATCH, DELETE and GET that meet its 503 go elsewhere, each applied once; it drains', async (t) => {
   const cluster = await ApiserverCluster.start();
-  const balancer = createBalancer({ target: cluster.target, tls: { ca: certs.ca }, probe: false });
   const origin = cluster.instances[0]!.url;
+  const balancer = createBalancer({ origin, target: cluster.target, tls: { ca: certs.ca }, probe: false });
   const send = (method: string, path: string, body?: unknown) => call(balancer, origin, method, path, body, cluster.token);
   const drained: string[] = [];
   balancer.on('drain', (e, reason) => drained.push(`${e.address}:${reason}`));

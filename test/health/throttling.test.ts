@@ -13,8 +13,8 @@ const CM = '/api/v1/namespaces/default/configmaps';
 
 async function setup(options: Partial<BalancerOptions> = {}, clock?: FakeClock) {
   const cluster = await ApiserverCluster.start(clock ? { now: () => clock.now() } : {});
-  const balancer = createBalancer({ target: cluster.target, tls: { ca: certs.ca }, probe: false, ...(clock ? { clock } : {}), ...options });
   const origin = cluster.instances[0]!.url;
+  const balancer = createBalancer({ origin, target: cluster.target, tls: { ca: certs.ca }, probe: false, ...(clock ? { clock } : {}), ...options });
   const send = async (method: 'GET' | 'POST', i: number) => {
     const res = await undici.request(`${origin}${CM}${method === 'GET' ? `?i=${i}` : ''}`, {
       dispatcher: balancer,

@@ -9,8 +9,8 @@ import { createBalancer } from '../../src/index.ts';
 
 test('a "Too large resource version" 504 on a GET is retried on another endpoint; the lagging endpoint counts no failure', async (t) => {
   const cluster = await ApiserverCluster.start();
-  const balancer = createBalancer({ target: cluster.target, tls: { ca: certs.ca }, probe: false });
   const lagging = cluster.instances[0]!;
+  const balancer = createBalancer({ origin: lagging.url, target: cluster.target, tls: { ca: certs.ca }, probe: false });
   try {
     lagging.setModes({ watchCacheLagMs: 600_000 });
     const rv = cluster.store.create(RESOURCES.configmaps, { metadata: { name: 'new', namespace: 'default' } }).metadata.resourceVersion!;

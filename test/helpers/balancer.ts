@@ -26,7 +26,7 @@ export interface Cluster {
 /** Servers on `HOSTS` and a balancer over them that trusts the test CA. */
 export async function cluster(options: Partial<BalancerOptions> = {}, serverOptions: Omit<TestServerOptions, 'host'> = {}): Promise<Cluster> {
   const servers = await startServers(HOSTS, serverOptions);
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, ...options });
+  const balancer = createBalancer({ target: staticTarget(servers), origin: ORIGIN, tls: { ca: certs.ca }, ...options });
   return {
     servers,
     balancer,

@@ -14,7 +14,7 @@ test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint out
   const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4'], {
     handler: (req, res) => sendJson(res, req.url === '/fail' ? 500 : 200, {}),
   });
-  const balancer = createBalancer({
+  const balancer = createBalancer({ origin: ORIGIN,
     target: staticTarget(servers),
     tls: { ca: certs.ca },
     probe: false,
@@ -59,7 +59,7 @@ test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint out
 
 test('resolver state, dns-error, resolver-error and warning events from a resolver’s listener calls', async (t) => {
   const target = pushResolver([{ address: '127.0.0.9', port: 6443, ttl: 30, source: 'dns+srv' }]);
-  const balancer = createBalancer({ target, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target, probe: false });
   const events: string[] = [];
   balancer.on('resolver-error', (e) => events.push(`resolver-error ${e.message}`));
   balancer.on('dns-error', (e) => events.push(`dns-error ${e.message}`));
@@ -117,10 +117,10 @@ test('a dns+srv: target counts its DNS queries by result and reports a failure a
     { name: SRV, type: 'SRV', ttl: 60, data: { priority: 0, weight: 1, port: 6443, target: 'a.kubernetes-headless.default.svc.cluster.local' } },
     { name: 'a.kubernetes-headless.default.svc.cluster.local', type: 'A', ttl: 60, data: '127.0.0.2' },
   );
-  const good = createBalancer({ target: `dns+srv:///${SRV}.`, dns: { servers: [dns.address] }, probe: false });
+  const good = createBalancer({ origin: ORIGIN, target: `dns+srv:///${SRV}.`, dns: { servers: [dns.address] }, probe: false });
   const refused = await DnsTestServer.start();
   refused.rule({ action: { rcode: 5 } });
-  const bad = createBalancer({ target: `dns+srv:///${SRV}.`, dns: { servers: [refused.address], attempts: 1 }, probe: false });
+  const bad = createBalancer({ origin: ORIGIN, target: `dns+srv:///${SRV}.`, dns: { servers: [refused.address], attempts: 1 }, probe: false });
   const dnsErrors: Error[] = [];
   bad.on('dns-error', (e) => dnsErrors.push(e));
   try {
@@ -152,7 +152,7 @@ test('resolver.target names a chain by its URIs, an array of endpoints as list, 
     [custom, 'custom'],
   ];
   for (const [target, named] of cases) {
-    const balancer = createBalancer({ target, probe: false });
+    const balancer = createBalancer({ origin: ORIGIN, target, probe: false });
     t.is(balancer.stats().resolver.target, named);
     await balancer.close();
   }

@@ -5,6 +5,9 @@ import { endpointKey } from '../../src/net/endpointKey.ts';
 import type { EndpointAddress } from '../../src/resolver/Resolver.ts';
 import { pushResolver } from '../helpers/pushResolver.ts';
 
+/** No request is sent here; every balancer needs its origin. */
+const ORIGIN = 'https://kubernetes.default.svc';
+
 const many = (n: number, priority = 0, base = 1): EndpointAddress[] =>
   Array.from({ length: n }, (_, i) => ({ address: `10.${priority}.${(base + i) >> 8}.${(base + i) & 255}`, port: 6443, priority }));
 
@@ -29,14 +32,14 @@ test('a listing over the cap keeps the lowest priority values, then the lowest a
 test('the balancer uses at most maxEndpoints (default 100) of a listing and says so', async (t) => {
   const resolver = pushResolver(many(150));
   const warnings: string[] = [];
-  const balancer = createBalancer({ target: resolver, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: resolver, probe: false });
   balancer.on('warning', (w) => warnings.push(w));
   try {
     t.is(balancer.endpoints().length, 100);
     resolver.push(many(150, 0, 50));
     t.is(balancer.endpoints().length, 100);
     t.true(warnings.some((w) => /more than maxEndpoints \(100\)/.test(w)));
-    const small = createBalancer({ target: pushResolver(many(10)), probe: false, maxEndpoints: 3 });
+    const small = createBalancer({ origin: ORIGIN, target: pushResolver(many(10)), probe: false, maxEndpoints: 3 });
     t.deepEqual(
       small.endpoints().map((e) => e.address).sort(),
       ['10.0.0.1', '10.0.0.10', '10.0.0.2'],
