@@ -6,6 +6,7 @@ import { classifyError, type FailureKind } from '../health/classifyError.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
+import { framerFor, type WatchFramer } from './framing/WatchFramer.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
 import type { RetryBudget } from './RetryBudget.ts';
 import type { Route } from './tls.ts';
@@ -66,11 +67,14 @@ const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
  * - reset after the request was written, 5xx, request timeout: GET and HEAD only.
  * A response that reached the caller is never retried, so a watch is never resumed mid-stream.
  *
- * A watch's event stream is passed on whole lines at a time, so that it can always end at an event
- * boundary: when its connection breaks (an apiserver crashed) or when it is moved to another
- * endpoint, the caller sees the watch end the way an apiserver ends one at its timeout, and its
- * informer re-watches from the last resourceVersion it saw. client-node's informer stops for good
- * on any error but 410 and timeouts; a clean end is the one outcome every client resumes from.
+ * A watch's event stream is passed on whole events at a time (framed by its content type: JSON
+ * lines, protobuf length-prefixed frames), so that it can always end at an event boundary: when its
+ * connection breaks (an apiserver crashed) or when it is moved to another endpoint, the caller sees
+ * the watch end the way an apiserver ends one at its timeout, and its informer re-watches from the
+ * last resourceVersion it saw. client-node's informer stops for good on any error but 410 and
+ * timeouts; a clean end is the one outcome every client resumes from. A watch of any other content
+ * type is passed through unchanged: with no boundary to end at, it is never moved, and a broken
+ * connection reaches the caller as the error it is.
  */
 export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest {
   readonly host: RequestHost;
@@ -92,10 +96,9 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #next: Reservation | undefined;
   #started = false;
   #committed = false;
-  /** The attempt whose watch response is being passed on, once there is one. */
+  /** The attempt whose watch response is being passed on event by event, once there is one. */
   #watching: Attempt | undefined;
-  /** The part of the stream after its last newline, not yet passed on. */
-  #tail: Buffer | undefined;
+  #framer: WatchFramer | undefined;
   finished = false;
 
   /**
@@ -224,8 +227,10 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.#retryReserved(attempt);
   }
 
-  /** A committed 2xx response of a watch: from now on it ends at event boundaries only. */
-  watchStarted(attempt: Attempt): void {
+  /** A committed 2xx response of a watch: from now on it ends at event boundaries only, if its type has them. */
+  watchStarted(attempt: Attempt, contentType: string | string[] | undefined): void {
+    this.#framer = framerFor(contentType);
+    if (!this.#framer) return;
     this.#watching = attempt;
     this.host.watchOpened?.(attempt.endpoint, this);
   }
@@ -234,23 +239,11 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     if (this.#watching === attempt) this.host.watchClosed?.(attempt.endpoint, this);
   }
 
-  /** Passes response data on; a watch's only up to its last complete line. */
+  /** Passes response data on; a watch's only up to its last complete event. */
   forward(chunk: Buffer): void {
-    if (this.#watching === undefined) {
-      this.downstream.onResponseData?.(this.proxy, chunk);
-      return;
-    }
-    const data = this.#tail ? Buffer.concat([this.#tail, chunk]) : chunk;
-    const cut = data.lastIndexOf(10);
-    if (cut === data.length - 1) {
-      this.#tail = undefined;
-      this.downstream.onResponseData?.(this.proxy, data);
-    } else if (cut < 0) {
-      this.#tail = data === chunk ? Buffer.from(chunk) : data;
-    } else {
-      this.#tail = Buffer.from(data.subarray(cut + 1));
-      this.downstream.onResponseData?.(this.proxy, data.subarray(0, cut + 1));
-    }
+    const framer = this.#framer;
+    const data = framer ? framer.push(chunk) : chunk;
+    if (data) this.downstream.onResponseData?.(this.proxy, data);
   }
 
   /** Ends the watch for the caller now, at the last event boundary, and drops its connection stream. */
@@ -264,7 +257,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   }
 
   #endAtBoundary(): void {
-    this.#tail = undefined;
+    this.#framer = undefined;
     this.#finish();
     this.downstream.onResponseEnd?.(this.proxy, {});
   }
@@ -287,8 +280,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
 
   completed(trailers: Headers): void {
     // An apiserver ends a watch between events; whatever it sent is passed on unchanged.
-    const tail = this.#tail;
-    this.#tail = undefined;
+    const tail = this.#framer?.rest();
+    this.#framer = undefined;
     this.#finish();
     if (tail) this.downstream.onResponseData?.(this.proxy, tail);
     this.downstream.onResponseEnd?.(this.proxy, trailers);
@@ -380,7 +373,7 @@ class Attempt implements Handler {
         this.#heldBack = true;
         return;
       }
-      if (request.watch && statusCode < 300) request.watchStarted(this);
+      if (request.watch && statusCode < 300) request.watchStarted(this, headers['content-type']);
     }
     request.downstream.onResponseStart?.(request.proxy, statusCode, headers, statusMessage);
   }
