@@ -244,8 +244,11 @@ export class Balancer extends undici.Dispatcher {
     if (this.#closed) return reportError(handler, closedError());
     this.#probeOrigin ??= origin.url;
     // undici 8 never runs a legacy (v1) handler over HTTP/2: its route's pool is HTTP/1.1-only (a
-    // Pool ignores a request's `allowH2`; only the passthrough Agent reads it).
-    const route = legacy ? (origin.legacyRoute ??= this.#routeFor(origin.url, true)) : (origin.route ??= this.#routeFor(origin.url, false));
+    // Pool ignores a request's `allowH2`; only the passthrough Agent reads it). Upgrades (exec,
+    // attach, port-forward) take it too: kube-apiserver upgrades HTTP/1.1 only, and undici refuses
+    // a custom upgrade over HTTP/2 or tries a WebSocket as an extended CONNECT no apiserver accepts.
+    const http1 = legacy || (opts.upgrade !== undefined && opts.upgrade !== null);
+    const route = http1 ? (origin.legacyRoute ??= this.#routeFor(origin.url, true)) : (origin.route ??= this.#routeFor(origin.url, false));
     const kind = classify(opts.method, opts.path, opts.upgrade, opts.query);
     const longRunning = kind !== 'short';
     const watch = kind === 'watch';
