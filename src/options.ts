@@ -147,6 +147,15 @@ export interface BalancerOptions {
    * memory so it can be sent again after a 429 or a refused connection. Default 4 MiB.
    */
   maxBufferedBody?: number;
+  /**
+   * Bytes of a GET or HEAD response (not a watch or other long-running request) held back until
+   * the response is complete, so that a connection broken before its end (an apiserver that died
+   * mid-response) is retried on another endpoint instead of failing; a response larger than this
+   * (by `Content-Length`, or once it grows past it) streams as it arrives and is not retried. Costs
+   * its time to first byte (the whole body instead of the first chunk) and, at worst, this many
+   * bytes per GET in flight. `0` turns it off. Default 1 MiB.
+   */
+  maxHeldResponse?: number;
   /** Consecutive 5xx (or request timeouts) that eject an endpoint. Default 5. */
   consecutive5xx?: number;
   /** Ejection time after the first failure; doubles per ejection in a row, with ±20 % jitter. Default 1000. */
@@ -222,6 +231,7 @@ export const defaultOptions = {
   maxAttempts: 3,
   retryBudget: { percent: 20, min: 3 },
   maxBufferedBody: 4 * 1024 * 1024,
+  maxHeldResponse: 1024 * 1024,
   consecutive5xx: 5,
   baseEjectionMs: 1_000,
   maxEjectionMs: 30_000,
@@ -248,6 +258,7 @@ export interface ResolvedOptions {
   maxAttempts: number;
   retryBudget: { percent: number; min: number };
   maxBufferedBody: number;
+  maxHeldResponse: number;
   consecutive5xx: number;
   baseEjectionMs: number;
   maxEjectionMs: number;
@@ -286,6 +297,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     maxAttempts: integerIn('maxAttempts', options.maxAttempts ?? defaultOptions.maxAttempts, 1, 10),
     retryBudget: validateRetryBudget(options.retryBudget),
     maxBufferedBody: integerIn('maxBufferedBody', options.maxBufferedBody ?? defaultOptions.maxBufferedBody, 0, 2 ** 30),
+    maxHeldResponse: integerIn('maxHeldResponse', options.maxHeldResponse ?? defaultOptions.maxHeldResponse, 0, 2 ** 30),
     consecutive5xx: integerIn('consecutive5xx', options.consecutive5xx ?? defaultOptions.consecutive5xx, 1, 1000),
     baseEjectionMs: positiveMs('baseEjectionMs', options.baseEjectionMs ?? defaultOptions.baseEjectionMs),
     maxEjectionMs: positiveMs('maxEjectionMs', options.maxEjectionMs ?? defaultOptions.maxEjectionMs),

@@ -7,6 +7,7 @@ import type { ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { framerFor, type WatchFramer } from './framing/WatchFramer.ts';
+import { HeldResponse, fitsHold } from './HoldBack.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
 import type { RetryBudget } from './RetryBudget.ts';
 import type { Route } from './tls.ts';
@@ -34,6 +35,8 @@ export interface DescribedRequest {
 export interface RequestHost {
   readonly maxAttempts: number;
   readonly maxReplayBytes: number;
+  /** Bytes of a short GET/HEAD response held until it is complete, so a break before its end is retried; 0: none. */
+  readonly maxHeldResponse: number;
   readonly budget: RetryBudget;
   readonly totals: Totals;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
@@ -64,7 +67,9 @@ const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
  *   GOAWAY or REFUSED_STREAM says was not processed): any method;
  * - 429 from API Priority and Fairness or a shutting-down apiserver: any method (the apiserver
  *   rejected the request before running it) — except the Eviction API, whose 429 is an answer;
- * - reset after the request was written, 5xx, request timeout: GET and HEAD only.
+ * - reset after the request was written, 5xx, request timeout: GET and HEAD only; for a short GET
+ *   or HEAD that includes a connection broken mid-response, as its response is held back until
+ *   complete (up to `maxHeldResponse` bytes).
  * A response that reached the caller is never retried, so a watch is never resumed mid-stream.
  *
  * A watch's event stream is passed on whole events at a time (framed by its content type: JSON
@@ -217,9 +222,25 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   /** True when the response is held back because another endpoint will be tried instead. */
   holdBack(attempt: Attempt, statusCode: number): boolean {
     const reason: RetryReason | undefined = statusCode === 429 && !this.eviction ? 'throttled' : statusCode >= 500 ? '5xx' : undefined;
-    if (reason && this.#reserveRetry(attempt, reason)) return true;
+    return reason !== undefined && this.#reserveRetry(attempt, reason);
+  }
+
+  /** The response kept is this attempt's: from now on it reaches the caller and is never retried. */
+  commit(): void {
     this.#committed = true;
-    return false;
+  }
+
+  /** A response to hold until it is complete (a short GET/HEAD within the bound), or `undefined` to pass it on now. */
+  holdUntilComplete(statusCode: number, headers: Headers, statusMessage: string | undefined): HeldResponse | undefined {
+    const limit = this.host.maxHeldResponse;
+    if (!this.#idempotent || this.longRunning || !this.#replayable || !fitsHold(headers['content-length'], limit)) return undefined;
+    return new HeldResponse(statusCode, headers, statusMessage, limit);
+  }
+
+  /** Passes a held response on: its head and what arrived of its body. */
+  release(held: HeldResponse): void {
+    this.#committed = true;
+    if (!this.finished) held.release(this.downstream, this.proxy);
   }
 
   /** A held-back response was read to its end (or broke while being read). */
@@ -325,6 +346,8 @@ class Attempt implements Handler {
   #moved = false;
   started = false;
   #heldBack = false;
+  /** The response being held until complete, while it is. */
+  #held: HeldResponse | undefined;
   #statusCode = 0;
   #headers: Headers = {};
   #body = '';
@@ -355,6 +378,7 @@ class Attempt implements Handler {
     const request = this.#request;
     this.#statusCode = statusCode;
     request.holdBack(this, statusCode);
+    request.commit();
     // An upgraded socket (exec, attach, port-forward) is a stream until it closes.
     socket.once('close', () => {
       this.#settle({ type: 'response', statusCode, headers, body: '', eviction: false });
@@ -373,6 +397,9 @@ class Attempt implements Handler {
         this.#heldBack = true;
         return;
       }
+      this.#held = request.holdUntilComplete(statusCode, headers, statusMessage);
+      if (this.#held) return;
+      request.commit();
       if (request.watch && statusCode < 300) request.watchStarted(this, headers['content-type']);
     }
     request.downstream.onResponseStart?.(request.proxy, statusCode, headers, statusMessage);
@@ -382,6 +409,13 @@ class Attempt implements Handler {
     // Kept to tell a shutting-down apiserver's 429 from a throttling one, whether or not it is retried.
     if (this.#statusCode === 429 && this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
     if (this.#heldBack) return;
+    const held = this.#held;
+    if (held) {
+      if (held.add(chunk)) return;
+      // Too large to hold: it streams from here on, and is no longer retried.
+      this.#held = undefined;
+      return this.#request.release(held);
+    }
     if (!this.#request.finished) this.#request.forward(chunk);
   }
 
@@ -389,6 +423,10 @@ class Attempt implements Handler {
     const request = this.#request;
     this.#settle(this.#responseOutcome());
     if (this.#heldBack) return request.heldBackDone(this);
+    if (this.#held) {
+      request.release(this.#held);
+      this.#held = undefined;
+    }
     if (request.finished) return;
     request.completed(trailers);
   }
@@ -400,6 +438,8 @@ class Attempt implements Handler {
       this.#settle(this.#responseOutcome());
       return this.#request.heldBackDone(this);
     }
+    // A response still held broke before its end: the caller saw none of it, so it may be retried.
+    this.#held = undefined;
     const kind = this.#request.proxy.aborted ? 'aborted' : classifyError(error);
     this.#settle(kind === 'aborted' ? { type: 'aborted' } : { type: 'error', kind, error });
     this.#request.attemptFailed(this, error, kind);

@@ -279,6 +279,7 @@ export class Balancer extends undici.Dispatcher {
     return {
       maxAttempts: options.maxAttempts,
       maxReplayBytes: options.maxBufferedBody,
+      maxHeldResponse: options.maxHeldResponse,
       budget: this.#budget,
       totals: this.#totals,
       pick: (longRunning, probationOk, exclude) => {
