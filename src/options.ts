@@ -207,6 +207,15 @@ export interface BalancerOptions {
    * are. Only while moving one would even the load out. `false` turns it off. Default `{ maxPerSecond: 1 }`.
    */
   rebalanceWatches?: { maxPerSecond?: number } | false;
+  /**
+   * Hedged requests: a GET or HEAD (not long-running) with no response headers after the
+   * `percentile` (default 99) of recent times to first byte, within `minDelayMs` (default 50) and
+   * `maxDelayMs` (default 250), is sent to a second endpoint too; the first response wins. About
+   * 1 % of requests in steady state, each within the retry budget; a GET caught on a black-holed
+   * apiserver waits about `maxDelayMs` at worst. Default `false` (off) while its end-to-end
+   * behaviour under a black hole is still being measured; `{}` turns it on with the defaults.
+   */
+  hedge?: { minDelayMs?: number; maxDelayMs?: number; percentile?: number } | false;
 }
 
 export interface ProbeOptions {
@@ -242,6 +251,7 @@ export const defaultOptions = {
   panicThreshold: 0.5,
   dns: dnsCacheDefaults,
   rebalanceWatches: { maxPerSecond: 1 },
+  hedge: false,
 } as const;
 
 /** Options after validation, with defaults applied. */
@@ -270,6 +280,7 @@ export interface ResolvedOptions {
   panicThreshold: number;
   logger: Logger | undefined;
   rebalanceWatches: { maxPerSecond: number } | false;
+  hedge: { minDelayMs: number; maxDelayMs: number; percentile: number } | false;
 }
 
 /** TLS options after validation. */
@@ -309,6 +320,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     panicThreshold: fraction('panicThreshold', options.panicThreshold ?? defaultOptions.panicThreshold),
     logger: validateLogger(options.logger),
     rebalanceWatches: validateRebalance(options.rebalanceWatches),
+    hedge: validateHedge(options.hedge),
   };
 }
 
@@ -319,6 +331,20 @@ function validateRebalance(rebalance: BalancerOptions['rebalanceWatches']): Reso
   const rate = rebalance.maxPerSecond ?? defaultOptions.rebalanceWatches.maxPerSecond;
   if (typeof rate !== 'number' || !(rate > 0 && rate <= 1000)) throw invalidOption('rebalanceWatches.maxPerSecond', rate, 'must be a number above 0, at most 1000');
   return { maxPerSecond: rate };
+}
+
+const HEDGE_DEFAULTS = { minDelayMs: 50, maxDelayMs: 250, percentile: 99 };
+
+function validateHedge(hedge: BalancerOptions['hedge']): ResolvedOptions['hedge'] {
+  if (hedge === false || hedge === undefined) return false;
+  if (typeof hedge !== 'object' && hedge !== undefined) throw invalidOption('hedge', hedge, 'must be { minDelayMs, maxDelayMs, percentile } or false');
+  const d = HEDGE_DEFAULTS;
+  const minDelayMs = positiveMs('hedge.minDelayMs', hedge?.minDelayMs ?? d.minDelayMs);
+  const maxDelayMs = positiveMs('hedge.maxDelayMs', hedge?.maxDelayMs ?? Math.max(d.maxDelayMs, minDelayMs));
+  if (maxDelayMs < minDelayMs) throw invalidOption('hedge.maxDelayMs', maxDelayMs, 'must be at least hedge.minDelayMs');
+  const percentile = hedge?.percentile ?? d.percentile;
+  if (typeof percentile !== 'number' || !(percentile >= 50 && percentile <= 99.9)) throw invalidOption('hedge.percentile', percentile, 'must be a number in [50, 99.9]');
+  return { minDelayMs, maxDelayMs, percentile };
 }
 
 /** Validated `bootstrap` option. */

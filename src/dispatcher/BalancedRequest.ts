@@ -7,6 +7,7 @@ import type { ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { framerFor, type WatchFramer } from './framing/WatchFramer.ts';
+import type { Hedgeable, Hedging } from './Hedge.ts';
 import { HeldResponse, fitsHold } from './HoldBack.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
 import type { RetryBudget } from './RetryBudget.ts';
@@ -24,7 +25,8 @@ export type AttemptOutcome =
   | { type: 'error'; kind: FailureKind; error: Error }
   | { type: 'aborted' };
 
-export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | '5xx';
+/** Why another attempt was sent; `hedge`: the first had no response after the hedge delay, and both ran. */
+export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | '5xx' | 'hedge';
 
 /** A request or connection as diagnostics_channel messages name it; asked only when someone listens. */
 export interface DescribedRequest {
@@ -39,6 +41,8 @@ export interface RequestHost {
   readonly maxHeldResponse: number;
   readonly budget: RetryBudget;
   readonly totals: Totals;
+  /** Hedged requests (short GET/HEAD), unless turned off. */
+  readonly hedging: Hedging | undefined;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
@@ -81,7 +85,7 @@ const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
  * type is passed through unchanged: with no boundary to end at, it is never moved, and a broken
  * connection reaches the caller as the error it is.
  */
-export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest {
+export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest, Hedgeable {
   readonly host: RequestHost;
   readonly downstream: Handler;
   readonly proxy: ProxyController;
@@ -101,6 +105,10 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #next: Reservation | undefined;
   #started = false;
   #committed = false;
+  /** The latest attempt sent, and while a hedge races it, the attempt it races. */
+  #attempt: Attempt | undefined;
+  #rival: Attempt | undefined;
+  #hedged = false;
   /** The attempt whose watch response is being passed on event by event, once there is one. */
   #watching: Attempt | undefined;
   #framer: WatchFramer | undefined;
@@ -142,6 +150,47 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), undefined);
     if (!endpoint) return this.#fail(this.host.noEndpoints(), false);
     this.#send(endpoint, false);
+    if (this.#probationOk() && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
+  }
+
+  /** No response after the hedge delay: the same request goes to a second endpoint too, if the retry budget allows. */
+  hedge(): void {
+    const first = this.#attempt;
+    if (!first || first.answered || this.#hedged || this.#committed || this.#next || this.finished || this.proxy.aborted) return;
+    if (this.#attempts >= this.host.maxAttempts || (first.started && !this.#replayable)) return;
+    const hedging = this.host.hedging!;
+    const verdict = hedging.mayHedge(first.endpoint, first.sentAt);
+    // Its endpoint answered meanwhile (this was sent just before it went silent?): wait from then.
+    if (typeof verdict === 'number') return hedging.wait(this, verdict);
+    if (!verdict) return;
+    const tried = (this.#tried ??= new Set());
+    tried.add(first.endpoint);
+    const endpoint = this.host.pick(false, false, tried);
+    if (!endpoint || !this.host.budget.tryAcquire()) return;
+    this.#hedged = true;
+    this.#rival = first;
+    this.host.retrying(first.endpoint, endpoint, 'hedge', this.#attempts + 1, this);
+    this.#send(endpoint, true);
+  }
+
+  /**
+   * An attempt's response headers came. It wins a race with a hedge: the other attempt is aborted,
+   * with no verdict on its endpoint's health (only a hint of silence when the hedge won).
+   */
+  responded(attempt: Attempt): void {
+    attempt.answered = true;
+    const hedging = this.host.hedging;
+    if (!hedging || this.longRunning) return;
+    hedging.cancel(this);
+    hedging.answered(attempt.endpoint, hedging.now() - attempt.sentAt);
+    const rival = this.#rival;
+    if (!rival) return;
+    const loser = rival === attempt ? this.#attempt! : rival;
+    this.#rival = undefined;
+    this.#attempt = attempt;
+    if (loser === rival) hedging.lost(loser.endpoint);
+    loser.supersede();
+    if (attempt.controller) this.proxy.target = attempt.controller;
   }
 
   #probationOk(): boolean {
@@ -151,6 +200,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #send(endpoint: Endpoint, retry: boolean): void {
     this.#attempts++;
     const attempt = new Attempt(this, endpoint, retry);
+    this.#attempt = attempt;
+    if (this.host.hedging) attempt.sentAt = this.host.hedging.now();
     this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);
@@ -285,6 +336,16 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
 
   attemptFailed(attempt: Attempt, error: Error, kind: FailureKind): void {
     if (this.finished) return;
+    const rival = this.#rival;
+    if (rival && kind !== 'aborted' && !this.proxy.aborted) {
+      // One of two racing attempts failed: the other carries on alone.
+      (this.#causes ??= []).push({ endpoint: attempt.endpoint.key, error });
+      this.#rival = undefined;
+      const other = rival === attempt ? this.#attempt! : rival;
+      this.#attempt = other;
+      if (other.controller) this.proxy.target = other.controller;
+      return;
+    }
     // The connection under a watch broke: end it like a server would, so the caller re-watches.
     if (this.#watching === attempt && kind !== 'aborted' && !this.proxy.aborted) return this.#endAtBoundary();
     if (this.#committed || kind === 'aborted' || kind === 'other' || this.proxy.aborted) return this.#fail(error, false);
@@ -328,6 +389,12 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #finish(): void {
     if (this.finished) return;
     this.finished = true;
+    this.host.hedging?.cancel(this);
+    if (this.#rival) {
+      this.#rival.supersede();
+      this.#attempt!.supersede();
+      this.#rival = undefined;
+    }
     this.host.budget.requests--;
     if (this.#next) {
       this.#next = undefined;
@@ -345,6 +412,9 @@ class Attempt implements Handler {
   #controller: Controller | undefined;
   #moved = false;
   started = false;
+  /** Clock time it was sent (with hedging on), and whether its response headers came. */
+  sentAt = 0;
+  answered = false;
   #heldBack = false;
   /** The response being held until complete, while it is. */
   #held: HeldResponse | undefined;
@@ -361,7 +431,19 @@ class Attempt implements Handler {
 
   onRequestStart(controller: Controller, context: unknown): void {
     this.#controller = controller;
+    if (this.#moved) return controller.abort(new Error('kube-balancer: another attempt answered first'));
     this.#request.attemptStarted(this, controller, context);
+  }
+
+  get controller(): Controller | undefined {
+    return this.#controller;
+  }
+
+  /** Another attempt of the request answered first (or it ended): this one ends with no verdict. */
+  supersede(): void {
+    if (this.#settled) return;
+    this.moved();
+    this.abort(new Error('kube-balancer: another attempt answered first'));
   }
 
   /** The watch is being moved: it ends without a verdict on the endpoint's health. */
@@ -376,6 +458,7 @@ class Attempt implements Handler {
 
   onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
     const request = this.#request;
+    request.responded(this);
     this.#statusCode = statusCode;
     request.holdBack(this, statusCode);
     request.commit();
@@ -389,8 +472,9 @@ class Attempt implements Handler {
 
   onResponseStart(_controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
     const request = this.#request;
-    if (request.finished) return;
+    if (request.finished || this.#moved) return;
     if (statusCode >= 200) {
+      request.responded(this);
       this.#statusCode = statusCode;
       this.#headers = headers;
       if (request.holdBack(this, statusCode)) {
@@ -408,7 +492,7 @@ class Attempt implements Handler {
   onResponseData(_controller: Controller, chunk: Buffer): void {
     // Kept to tell a shutting-down apiserver's 429 from a throttling one, whether or not it is retried.
     if (this.#statusCode === 429 && this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
-    if (this.#heldBack) return;
+    if (this.#heldBack || this.#moved) return;
     const held = this.#held;
     if (held) {
       if (held.add(chunk)) return;
@@ -421,6 +505,7 @@ class Attempt implements Handler {
 
   onResponseEnd(_controller: Controller, trailers: Headers): void {
     const request = this.#request;
+    if (this.#moved) return;
     this.#settle(this.#responseOutcome());
     if (this.#heldBack) return request.heldBackDone(this);
     if (this.#held) {

@@ -17,6 +17,7 @@ import { attachLogger } from '../observability/logger.ts';
 import { Totals, describeTarget, type BalancerStats } from '../observability/stats.ts';
 import { BalancedRequest, type AttemptOutcome, type RequestHost, type RetryReason } from './BalancedRequest.ts';
 import { EndpointPools } from './EndpointPools.ts';
+import { Hedging } from './Hedge.ts';
 import { RetryBudget } from './RetryBudget.ts';
 import { withHost } from './headers.ts';
 import { verificationFor, type Route, type Verification } from './tls.ts';
@@ -76,6 +77,7 @@ export class Balancer extends undici.Dispatcher {
   readonly #totals: Totals;
   readonly #host: RequestHost;
   readonly #rebalancer: WatchRebalancer | undefined;
+  readonly #hedging: Hedging | undefined;
   /** The origin probes are sent for: `options.origin`, else the last balanced request's. */
   #probeOrigin: URL | undefined;
   #warnedProbeAuth = false;
@@ -138,6 +140,16 @@ export class Balancer extends undici.Dispatcher {
       this.#rebalancer = new WatchRebalancer(this.#set, clock, rebalance.maxPerSecond, (from, to) =>
         this.#emit('rebalance', { from: from.info(), to: to.info() }),
       );
+    }
+    const hedge = this.#options.hedge;
+    if (hedge) {
+      // Silence is concluded only if this process did not stall meanwhile and nothing came from there.
+      const hedging = new Hedging(hedge, clock, (endpoint) => {
+        // The hedges that won were read while nothing came from there: only a stall of ours as long as
+        // half the silence could have hidden an answer.
+        if (this.#conclusiveTimeout(endpoint, hedging.silenceMs, 2 * hedging.silenceMs)) this.#health.silent(endpoint);
+      });
+      this.#hedging = hedging;
     }
     this.#host = this.#requestHost();
     if (this.#options.logger) attachLogger(this, this.#options.logger);
@@ -223,6 +235,7 @@ export class Balancer extends undici.Dispatcher {
     if (!this.#closed) {
       this.#closed = true;
       this.#rebalancer?.close();
+      this.#hedging?.close();
       this.#prober?.close();
       this.#health.close();
       this.#lag.close();
@@ -282,6 +295,7 @@ export class Balancer extends undici.Dispatcher {
       maxHeldResponse: options.maxHeldResponse,
       budget: this.#budget,
       totals: this.#totals,
+      hedging: this.#hedging,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;
         if (probationOk) {
