@@ -21,6 +21,7 @@ import type { Endpoint } from '../src/balancer/Endpoint.ts';
 import { EndpointSet, SMOOTH_MAX_CANDIDATES } from '../src/balancer/EndpointSet.ts';
 import type { Picker, PickRequest, Policy } from '../src/balancer/Picker.ts';
 import { SchedulePicker } from '../src/balancer/SchedulePicker.ts';
+import { defaultOptions } from '../src/options/BalancerOptions.ts';
 import { EarliestDeadline } from '../src/balancer/schedule/EarliestDeadline.ts';
 import { SmoothWeighted } from '../src/balancer/schedule/SmoothWeighted.ts';
 import { address, candidatesOf, endpoint } from '../test/helpers/endpoints.ts';
@@ -68,18 +69,20 @@ function weightOf(i: number, weights: Weights): number {
   return weights === 'equal' ? 1 : 1 + ((i * 7) % 10);
 }
 
+const pickerDefaults = { slowStartMs: defaultOptions.slowStartMs, panicThreshold: defaultOptions.panicThreshold };
+
 const weightsOf = (n: number, weights: Weights): number[] => Array.from({ length: n }, (_, i) => weightOf(i, weights));
 
 /** A picker for the case, and the request it is asked with. */
 function build(c: Case, clock: Clock): { picker: Picker; request: PickRequest } {
   const request: PickRequest = { longRunning: c.algorithm === 'auto/long-running' };
   if (c.algorithm === 'auto' || c.algorithm === 'auto/long-running') {
-    const set = new EndpointSet(clock, { policy: c.policy });
+    const set = new EndpointSet(clock, { ...pickerDefaults, policy: c.policy });
     set.update(weightsOf(c.n, c.weights).map((weight, i) => address(i, { weight })));
     return { picker: set, request };
   }
   if (c.algorithm === 'auto/ramping') {
-    const set = new EndpointSet(clock, { policy: c.policy, slowStartMs: 1e12 });
+    const set = new EndpointSet(clock, { ...pickerDefaults, policy: c.policy, slowStartMs: 1e12 });
     set.update([{ address: '192.0.2.1', port: 6443 }]); // the first set does not ramp; the rest do
     set.update(weightsOf(c.n, c.weights).map((weight, i) => address(i, { weight })));
     return { picker: set, request };

@@ -1,5 +1,12 @@
-import type { EjectReason } from '../health/HealthTracker.ts';
-import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
+import type { EndpointAddress } from '../resolver/Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
+
+/**
+ * Why an endpoint stopped taking requests: a failed connection or handshake, consecutive failures
+ * (5xx, broken connections, request timeouts), a 429 from API Priority and Fairness, a probe that
+ * got no answer (black hole), or a failing probe while coming back.
+ */
+export type EjectReason = 'connect' | 'tls' | 'failures' | 'throttled' | 'unreachable' | 'probe';
 
 /**
  * - `ready`: takes new requests.

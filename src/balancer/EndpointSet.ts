@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts';
-import { LAST_RESORT, endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
+import { LAST_RESORT, type EndpointAddress } from '../resolver/Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 import { Candidates } from './Candidates.ts';
 import { Endpoint } from './Endpoint.ts';
 import type { Picker, PickRequest, Policy } from './Picker.ts';
@@ -29,8 +30,6 @@ interface EndpointSetChange {
   removed: Endpoint[];
 }
 
-const defaults: PickerOptions = { policy: 'round-robin', slowStartMs: 10_000, panicThreshold: 0.5 };
-
 const none: Picker = { pick: () => undefined };
 
 /**
@@ -53,9 +52,10 @@ export class EndpointSet {
    */
   #warm = false;
 
-  constructor(clock: Clock, options: Partial<PickerOptions> = {}) {
+  /** `options`: the balancer's (validated, with its defaults). */
+  constructor(clock: Clock, options: PickerOptions) {
     this.#clock = clock;
-    this.#options = { ...defaults, ...options };
+    this.#options = { policy: options.policy, slowStartMs: options.slowStartMs, panicThreshold: options.panicThreshold };
   }
 
   /** True once the resolver has produced a first set. */

@@ -1,8 +1,9 @@
 import { isIP } from 'node:net';
 import tls, { type PeerCertificate } from 'node:tls';
 import { Agent, request } from 'undici';
-import { tlsConnectOptions } from '../dispatcher/tls.ts';
-import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
+import { tlsConnectOptions } from '../net/tls.ts';
+import { type EndpointAddress } from '../resolver/Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 import type { ClusterAccess } from './kubeconfig.ts';
 
 export interface TlsResult {

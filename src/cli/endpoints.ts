@@ -4,7 +4,8 @@ import { dnsCacheDefaults } from '../dns/DnsCache.ts';
 import { parseNameServer, type NameServer } from '../dns/ResolvConf.ts';
 import { BalancerError } from '../errors.ts';
 import { createResolver } from '../resolver/parseTarget.ts';
-import { endpointKey, type EndpointAddress, type Resolver } from '../resolver/Resolver.ts';
+import { type EndpointAddress, type Resolver } from '../resolver/Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 import { UsageError } from './args.ts';
 import { table } from './table.ts';
 

@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { verificationFor, type Verification } from '../dispatcher/tls.ts';
-import { validateTls, type ResolvedTls } from '../options.ts';
+import { type ResolvedTls, type Verification, verificationFor } from '../net/tls.ts';
+import { validateTls } from '../options/validate.ts';
 import { readKubeConfig } from '../kube/readKubeConfig.ts';
 import { optional } from './optional.ts';
 

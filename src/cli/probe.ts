@@ -1,6 +1,7 @@
 import type { Balancer } from '../index.ts';
 import { fromKubeConfig } from '../kube/fromKubeConfig.ts';
-import { endpointKey, type EndpointAddress } from '../resolver/Resolver.ts';
+import { type EndpointAddress } from '../resolver/Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 import { duration, EXIT, parse } from './args.ts';
 import { checkEndpoint, type EndpointCheck } from './checkEndpoint.ts';
 import type { Command } from './command.ts';

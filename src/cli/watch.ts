@@ -1,4 +1,4 @@
-import { endpointKey } from '../resolver/Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 import { duration, EXIT, interrupted, parse, positiveInteger } from './args.ts';
 import type { Command } from './command.ts';
 import { DNS_SERVER_HELP, oneTarget, openResolver, sortRows, TARGETS_HELP, toRow, type EndpointRow } from './endpoints.ts';

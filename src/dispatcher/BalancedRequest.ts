@@ -1,68 +1,29 @@
-import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { BalancerError } from '../errors.ts';
-import { classifyError, type FailureKind } from '../health/classifyError.ts';
+import type { FailureKind, RetryReason } from '../health/outcome.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
-import type { Totals } from '../observability/stats.ts';
 import { bufferBody, isReplayable } from './body.ts';
-import { framerFor, type WatchFramer } from './framing/WatchFramer.ts';
-import type { Hedgeable, Hedging } from './Hedge.ts';
+import { framerFor } from './framing/framerFor.ts';
+import type { WatchFramer } from './framing/WatchFramer.ts';
+import type { Hedgeable } from './Hedge.ts';
 import { HeldResponse, fitsHold } from './HoldBack.ts';
+import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
-import type { RetryBudget } from './RetryBudget.ts';
-import type { Route } from './tls.ts';
+import type { Route } from '../net/tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
+import type { DescribedRequest, RequestHost } from './RequestHost.ts';
+import { isEviction, isIdempotent, notSent } from './retrySafety.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
-/** How one attempt on one endpoint ended, as health sees it. */
-export type AttemptOutcome =
-  | { type: 'response'; statusCode: number; headers: Headers; body: string; eviction: boolean }
-  | { type: 'error'; kind: FailureKind; error: Error }
-  | { type: 'aborted' };
-
-/** Why another attempt was sent; `hedge`: the first had no response after the hedge delay, and both ran. */
-export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | '5xx' | 'hedge';
-
-/** A request or connection as diagnostics_channel messages name it; asked only when someone listens. */
-export interface DescribedRequest {
-  describe(): ChannelRequest;
-}
-
-/** What a request (or an https.Agent connection) needs from the balancer. */
-export interface RequestHost {
-  readonly maxAttempts: number;
-  readonly maxReplayBytes: number;
-  /** Bytes of a short GET/HEAD response held until it is complete, so a break before its end is retried; 0: none. */
-  readonly maxHeldResponse: number;
-  readonly budget: RetryBudget;
-  readonly totals: Totals;
-  /** Hedged requests (short GET/HEAD), unless turned off. */
-  readonly hedging: Hedging | undefined;
-  /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
-  pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
-  /** Sends one attempt to one endpoint. */
-  send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
-  /** The `attempt`-th attempt of `request` goes to `endpoint`. */
-  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): void;
-  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void;
-  retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number, request: DescribedRequest): void;
-  noEndpoints(): BalancerError;
-  /** A watch's response reached the caller; until `watchClosed` it may be moved (watch rebalancing). */
-  watchOpened?(endpoint: Endpoint, watch: MovableWatch): void;
-  watchClosed?(endpoint: Endpoint, watch: MovableWatch): void;
-}
-
 interface Reservation {
   endpoint: Endpoint;
   reason: RetryReason;
 }
-
-const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
 
 /**
  * One caller request across its attempts. A retry goes to another endpoint, never the same one
@@ -85,7 +46,7 @@ const EVICTION = /\/pods\/[^/?]+\/eviction(?:\?|$)/;
  * type is passed through unchanged: with no boundary to end at, it is never moved, and a broken
  * connection reaches the caller as the error it is.
  */
-export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest, Hedgeable {
+export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest, Hedgeable, AttemptOwner {
   readonly host: RequestHost;
   readonly downstream: Handler;
   readonly proxy: ProxyController;
@@ -125,8 +86,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.watch = watch;
     this.#route = route;
     const method = opts.method;
-    this.#idempotent = method === 'GET' || method === 'HEAD' || method === 'get' || method === 'head';
-    this.eviction = (method === 'POST' || method === 'post') && EVICTION.test(opts.path);
+    this.#idempotent = isIdempotent(method);
+    this.eviction = isEviction(method, opts.path);
     this.#opts = opts;
     this.proxy = new ProxyController(this);
     host.budget.requests++;
@@ -401,163 +362,6 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
       this.host.budget.release();
     }
   }
-}
-
-/** One attempt on one endpoint: forwards to the caller unless its response is held back for a retry. */
-class Attempt implements Handler {
-  readonly endpoint: Endpoint;
-  readonly #request: BalancedRequest;
-  /** Retry attempts hold a unit of the retry budget until they end. */
-  readonly #holdsBudget: boolean;
-  #controller: Controller | undefined;
-  #moved = false;
-  started = false;
-  /** Clock time it was sent (with hedging on), and whether its response headers came. */
-  sentAt = 0;
-  answered = false;
-  #heldBack = false;
-  /** The response being held until complete, while it is. */
-  #held: HeldResponse | undefined;
-  #statusCode = 0;
-  #headers: Headers = {};
-  #body = '';
-  #settled = false;
-
-  constructor(request: BalancedRequest, endpoint: Endpoint, holdsBudget: boolean) {
-    this.#request = request;
-    this.endpoint = endpoint;
-    this.#holdsBudget = holdsBudget;
-  }
-
-  onRequestStart(controller: Controller, context: unknown): void {
-    this.#controller = controller;
-    if (this.#moved) return controller.abort(new Error('kube-balancer: another attempt answered first'));
-    this.#request.attemptStarted(this, controller, context);
-  }
-
-  get controller(): Controller | undefined {
-    return this.#controller;
-  }
-
-  /** Another attempt of the request answered first (or it ended): this one ends with no verdict. */
-  supersede(): void {
-    if (this.#settled) return;
-    this.moved();
-    this.abort(new Error('kube-balancer: another attempt answered first'));
-  }
-
-  /** The watch is being moved: it ends without a verdict on the endpoint's health. */
-  moved(): void {
-    this.#moved = true;
-    this.#settle({ type: 'aborted' });
-  }
-
-  abort(reason: Error): void {
-    this.#controller?.abort(reason);
-  }
-
-  onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
-    const request = this.#request;
-    request.responded(this);
-    this.#statusCode = statusCode;
-    request.holdBack(this, statusCode);
-    request.commit();
-    // An upgraded socket (exec, attach, port-forward) is a stream until it closes.
-    socket.once('close', () => {
-      this.#settle({ type: 'response', statusCode, headers, body: '', eviction: false });
-      request.upgradeClosed();
-    });
-    request.downstream.onRequestUpgrade?.(request.proxy, statusCode, headers, socket);
-  }
-
-  onResponseStart(_controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
-    const request = this.#request;
-    if (request.finished || this.#moved) return;
-    if (statusCode >= 200) {
-      request.responded(this);
-      this.#statusCode = statusCode;
-      this.#headers = headers;
-      if (request.holdBack(this, statusCode)) {
-        this.#heldBack = true;
-        return;
-      }
-      this.#held = request.holdUntilComplete(statusCode, headers, statusMessage);
-      if (this.#held) return;
-      request.commit();
-      if (request.watch && statusCode < 300) request.watchStarted(this, headers['content-type']);
-    }
-    request.downstream.onResponseStart?.(request.proxy, statusCode, headers, statusMessage);
-  }
-
-  onResponseData(_controller: Controller, chunk: Buffer): void {
-    // Kept to tell a shutting-down apiserver's 429 from a throttling one, whether or not it is retried.
-    if (this.#statusCode === 429 && this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
-    if (this.#heldBack || this.#moved) return;
-    const held = this.#held;
-    if (held) {
-      if (held.add(chunk)) return;
-      // Too large to hold: it streams from here on, and is no longer retried.
-      this.#held = undefined;
-      return this.#request.release(held);
-    }
-    if (!this.#request.finished) this.#request.forward(chunk);
-  }
-
-  onResponseEnd(_controller: Controller, trailers: Headers): void {
-    const request = this.#request;
-    if (this.#moved) return;
-    this.#settle(this.#responseOutcome());
-    if (this.#heldBack) return request.heldBackDone(this);
-    if (this.#held) {
-      request.release(this.#held);
-      this.#held = undefined;
-    }
-    if (request.finished) return;
-    request.completed(trailers);
-  }
-
-  onResponseError(_controller: Controller | null, error: Error): void {
-    if (this.#moved) return;
-    if (this.#heldBack) {
-      // The held-back response broke while being read; it was rejected anyway.
-      this.#settle(this.#responseOutcome());
-      return this.#request.heldBackDone(this);
-    }
-    // A response still held broke before its end: the caller saw none of it, so it may be retried.
-    this.#held = undefined;
-    const kind = this.#request.proxy.aborted ? 'aborted' : classifyError(error);
-    this.#settle(kind === 'aborted' ? { type: 'aborted' } : { type: 'error', kind, error });
-    this.#request.attemptFailed(this, error, kind);
-  }
-
-  onBodySent(chunk: Buffer): void {
-    this.#request.downstream.onBodySent?.(chunk);
-  }
-
-  onRequestSent(): void {
-    this.#request.downstream.onRequestSent?.();
-  }
-
-  onResponseStarted(): void {
-    this.#request.downstream.onResponseStarted?.();
-  }
-
-  #responseOutcome(): AttemptOutcome {
-    return { type: 'response', statusCode: this.#statusCode, headers: this.#headers, body: this.#body, eviction: this.#request.eviction };
-  }
-
-  #settle(outcome: AttemptOutcome): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    if (this.#holdsBudget) this.#request.host.budget.release();
-    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome);
-    this.#request.attemptSettled(this);
-  }
-}
-
-/** Failures that prove the apiserver never ran the request. */
-function notSent(kind: FailureKind | RetryReason, started: boolean): boolean {
-  return kind === 'connect' || kind === 'tls' || kind === 'refused' || (kind === 'reset' && !started);
 }
 
 function describeError(error: Error): string {

@@ -5,49 +5,33 @@ import { OUTCOME_ABORTED, OUTCOME_ERROR, type Endpoint, type EndpointInfo } from
 import { EndpointSet } from '../balancer/EndpointSet.ts';
 import { classify } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
-import { resolveOptions, validateTls, type BalancerOptions, type ResolvedOptions, type ResolvedTls, type TlsOptions, type UndiciModule } from '../options.ts';
-import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
-import { classifyError, type FailureKind } from '../health/classifyError.ts';
+import { HealthTracker, type ProbeResult } from '../health/HealthTracker.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
-import { HealthTracker, type EjectReason, type ProbeResult } from '../health/HealthTracker.ts';
+import { OutcomeJudge } from '../health/OutcomeJudge.ts';
+import type { AttemptOutcome } from '../health/outcome.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
-import { retryAfterMs } from '../health/retryAfter.ts';
+import { ProbeSender } from '../health/sendProbe.ts';
+import { withHost } from '../net/headers.ts';
+import { TlsState } from '../net/TlsState.ts';
 import { ejectChannel, pickChannel, retryChannel } from '../observability/channels.ts';
+import type { BalancerEvents } from '../observability/events.ts';
 import { attachLogger } from '../observability/logger.ts';
-import { Totals, describeTarget, type BalancerStats } from '../observability/stats.ts';
-import { BalancedRequest, type AttemptOutcome, type RequestHost, type RetryReason } from './BalancedRequest.ts';
+import { Totals, type BalancerStats } from '../observability/stats.ts';
+import type { BalancerOptions, UndiciModule } from '../options/BalancerOptions.ts';
+import { resolveOptions, validateTls, type ResolvedOptions } from '../options/validate.ts';
+import { describeTarget } from '../resolver/describeTarget.ts';
+import { limitEndpoints } from '../resolver/limitEndpoints.ts';
+import { createResolver } from '../resolver/parseTarget.ts';
+import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
+import { BalancedRequest } from './BalancedRequest.ts';
 import { EndpointPools } from './EndpointPools.ts';
 import { Hedging } from './Hedge.ts';
+import { registerInternals, type BalancerInternals } from './internals.ts';
+import type { RequestHost } from './RequestHost.ts';
+import { Origins, type KnownOrigin } from './Origins.ts';
 import { RetryBudget } from './RetryBudget.ts';
-import { withHost } from './headers.ts';
-import { verificationFor, type Route, type Verification } from './tls.ts';
 import { WatchRebalancer } from './WatchRebalancer.ts';
-
-/** undici reads `allowH2` and `servername` per request, though its types do not list them. */
-type DispatchOptions = undici.Dispatcher.DispatchOptions & { allowH2?: boolean; servername?: string };
-type DispatchHandler = undici.Dispatcher.DispatchHandler;
-type AnyHandler = DispatchHandler & { onError?: (error: Error) => void };
-
-export interface BalancerEvents {
-  /** The endpoint set changed (resolver update). */
-  endpoints: [endpoints: EndpointInfo[]];
-  /** An endpoint stopped taking requests for `durationMs` (connect/TLS failure, 5xx, 429, failed probe). */
-  eject: [endpoint: EndpointInfo, reason: EjectReason, durationMs: number];
-  /** An endpoint takes requests again. */
-  restore: [endpoint: EndpointInfo, via: 'probation' | 'probe' | 'retry-after'];
-  /** An endpoint's apiserver is shutting down or failing /readyz: no new requests, running ones finish. */
-  drain: [endpoint: EndpointInfo, reason: 'probe' | 'shutdown'];
-  /** A request is tried again on another endpoint. */
-  retry: [event: { from: EndpointInfo; to: EndpointInfo; reason: RetryReason; attempt: number }];
-  /** An open watch was ended (at an event boundary) so that its client re-watches where `to` has fewer. */
-  rebalance: [event: { from: EndpointInfo; to: EndpointInfo }];
-  /** Resolution failed, whatever the resolver (DNS, EndpointSlice, custom); the previous endpoints stay in use. */
-  'resolver-error': [error: Error];
-  /** A DNS resolution failed (`dns:`, `dns+srv:` targets; code `ERR_DNS`); also emitted as `resolver-error`. */
-  'dns-error': [error: Error];
-  /** Something to know that is not a failure: a resolver serving a stale answer, a probe refused for lack of credentials. */
-  warning: [message: string];
-}
+import { reportError, withoutDispatcher, wrapLegacyHandler, type DispatchHandler, type DispatchOptions } from './handlers.ts';
 
 /**
  * An undici `Dispatcher` that sends each request to one of the apiserver endpoints the resolver
@@ -57,22 +41,17 @@ export interface BalancerEvents {
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- adds typed events to undici's EventEmitter typings
 export class Balancer extends undici.Dispatcher {
   readonly #options: ResolvedOptions;
+  /** Replaced when credentials rotate. */
+  readonly #tls: TlsState;
   readonly #undici: UndiciModule;
   readonly #resolver: Resolver;
   readonly #set: EndpointSet;
   readonly #pools: EndpointPools;
-  /** Routes by origin, for modern and for legacy (HTTP/1.1-only) handlers. */
-  readonly #routes = new Map<string, Route>();
-  readonly #legacyRoutes = new Map<string, Route>();
-  /**
-   * Request origins as callers write them, each parsed and judged once: a client talks to a handful,
-   * and parsing a URL or building its origin string per request costs.
-   */
-  readonly #origins = new Map<string, KnownOrigin>();
-  /** `options.origin` as a string, the only origin balanced when set. */
-  readonly #onlyOrigin: string | undefined;
+  readonly #origins: Origins;
   readonly #health: HealthTracker;
+  readonly #judge: OutcomeJudge;
   readonly #prober: Prober | undefined;
+  readonly #probes: ProbeSender;
   readonly #budget: RetryBudget;
   readonly #totals: Totals;
   readonly #host: RequestHost;
@@ -80,7 +59,6 @@ export class Balancer extends undici.Dispatcher {
   readonly #hedging: Hedging | undefined;
   /** The origin probes are sent for: `options.origin`, else the last balanced request's. */
   #probeOrigin: URL | undefined;
-  #warnedProbeAuth = false;
   /** Our own event-loop lag: a timeout during our stall says nothing about the apiserver. */
   readonly #lag = new LagMonitor();
   #passthrough: Agent | undefined;
@@ -93,13 +71,17 @@ export class Balancer extends undici.Dispatcher {
   constructor(options: BalancerOptions) {
     super();
     this.#options = resolveOptions(options);
+    const { clock } = this.#options;
+    const tls = (this.#tls = new TlsState(this.#options.tls));
+    this.#resolver = limitEndpoints(
+      createResolver(this.#options.target, { clock, dns: this.#options.dns, tls: () => tls.current, bootstrap: this.#options.bootstrap }),
+      this.#options.maxEndpoints,
+    );
     this.#undici = this.#options.undici ?? undici;
-    this.#resolver = this.#options.resolver;
-    this.#set = new EndpointSet(this.#options.clock, this.#options);
-    this.#pools = new EndpointPools(this.#undici, this.#options, (event, origin, targets, error) =>
+    this.#set = new EndpointSet(clock, this.#options);
+    this.#pools = new EndpointPools(this.#undici, this.#options, tls, (event, origin, targets, error) =>
       this.#emit(event, origin, [this, ...targets], error),
     );
-    const { clock } = this.#options;
     this.#budget = new RetryBudget(this.#options.retryBudget.percent, this.#options.retryBudget.min, clock);
     this.#totals = new Totals(describeTarget(options.target));
     this.#health = new HealthTracker(
@@ -125,8 +107,13 @@ export class Balancer extends undici.Dispatcher {
       },
       () => this.#set.list(),
     );
+    this.#judge = new OutcomeJudge(this.#health, this.#options, clock, this.#lag, {
+      earned: (now) => this.#budget.earn(now),
+      refresh: () => this.#resolver.refresh?.(),
+    });
+    this.#probes = new ProbeSender(this.#judge, clock, (message) => this.#emit('warning', message), () => this.#closed);
     this.#probeOrigin = this.#options.origin;
-    this.#onlyOrigin = this.#options.origin?.origin;
+    this.#origins = new Origins(this.#options.origin, tls);
     if (this.#options.probe !== false) {
       this.#prober = new Prober(
         this.#options.probe,
@@ -143,17 +130,16 @@ export class Balancer extends undici.Dispatcher {
     }
     const hedge = this.#options.hedge;
     if (hedge) {
-      // Silence is concluded only if this process did not stall meanwhile and nothing came from there.
+      // The hedges that won were read while nothing came from there: only a stall of ours as long
+      // as half the silence could have hidden an answer.
       const hedging = new Hedging(hedge, clock, (endpoint) => {
-        // The hedges that won were read while nothing came from there: only a stall of ours as long as
-        // half the silence could have hidden an answer.
-        if (this.#conclusiveTimeout(endpoint, hedging.silenceMs, 2 * hedging.silenceMs)) this.#health.silent(endpoint);
+        if (this.#judge.conclusiveTimeout(endpoint, hedging.silenceMs, 2 * hedging.silenceMs)) this.#health.silent(endpoint);
       });
       this.#hedging = hedging;
     }
     this.#host = this.#requestHost();
     if (this.#options.logger) attachLogger(this, this.#options.logger);
-    internals.set(this, this.#internals());
+    registerInternals(this, this.#internals());
     this.#resolver.start({
       endpoints: (set) => this.#onEndpoints(set),
       error: (error) => this.#onResolverError(error),
@@ -198,7 +184,7 @@ export class Balancer extends undici.Dispatcher {
       // Instance methods of undici 8 reject `opts.dispatcher`; undici 7's request() leaks it here.
       const rest = 'dispatcher' in opts ? withoutDispatcher(opts) : opts;
       if (this.#closed) throw closedError();
-      const origin = this.#knownOrigin(rest.origin);
+      const origin = this.#origins.known(rest.origin);
       if (!origin.balanced) return this.#passthroughDispatch(rest, wrapped, legacy);
       if (!this.#set.known) {
         this.#waiting.push(() => this.#dispatchBalanced(rest, origin, wrapped, legacy));
@@ -249,10 +235,6 @@ export class Balancer extends undici.Dispatcher {
     EventEmitter.prototype.emit.call(this, event, ...args);
   }
 
-  #isBalanced(origin: URL): boolean {
-    return this.#onlyOrigin === undefined || this.#onlyOrigin === origin.origin;
-  }
-
   #dispatchBalanced(opts: DispatchOptions, origin: KnownOrigin, handler: DispatchHandler, legacy: boolean): void {
     if (this.#closed) return reportError(handler, closedError());
     this.#probeOrigin ??= origin.url;
@@ -261,7 +243,7 @@ export class Balancer extends undici.Dispatcher {
     // attach, port-forward) take it too: kube-apiserver upgrades HTTP/1.1 only, and undici refuses
     // a custom upgrade over HTTP/2 or tries a WebSocket as an extended CONNECT no apiserver accepts.
     const http1 = legacy || (opts.upgrade !== undefined && opts.upgrade !== null);
-    const route = http1 ? (origin.legacyRoute ??= this.#routeFor(origin.url, true)) : (origin.route ??= this.#routeFor(origin.url, false));
+    const route = http1 ? (origin.legacyRoute ??= this.#origins.route(origin.url, true)) : (origin.route ??= this.#origins.route(origin.url, false));
     const kind = classify(opts.method, opts.path, opts.upgrade, opts.query);
     const longRunning = kind !== 'short';
     const watch = kind === 'watch';
@@ -272,17 +254,6 @@ export class Balancer extends undici.Dispatcher {
     if (longRunning) own.bodyTimeout ??= 0;
     else own.headersTimeout ??= this.#options.requestTimeout;
     new BalancedRequest(this.#host, route, own, handler, longRunning, watch).start();
-  }
-
-  #routeFor(origin: URL, legacy: boolean): Route {
-    const routes = legacy ? this.#legacyRoutes : this.#routes;
-    let route = routes.get(origin.origin);
-    if (!route) {
-      route = { protocol: origin.protocol, host: origin.host, verification: verificationFor(origin, this.#options.tls.current), http1Only: legacy };
-      if (routes.size >= 256) routes.clear();
-      routes.set(origin.origin, route);
-    }
-    return route;
   }
 
   /** What each request needs from the balancer: picking, sending, and reporting outcomes. */
@@ -319,7 +290,7 @@ export class Balancer extends undici.Dispatcher {
         endpoint.inFlight--;
         if (longRunning) endpoint.streams--;
         endpoint.outcomes[outcomeIndex(outcome)]!++;
-        this.#judge(endpoint, outcome);
+        this.#judge.judge(endpoint, outcome);
       },
       retrying: (from, to, reason, attempt, request) => {
         if (retryChannel.hasSubscribers) {
@@ -344,123 +315,26 @@ export class Balancer extends undici.Dispatcher {
       host: this.#host,
       connectTimeout: this.#options.connectTimeout,
       closed: () => this.#closed,
-      balances: (origin) => this.#isBalanced(origin),
-      tlsFor: (origin) => ({ verification: this.#routeFor(origin, false).verification, tls: this.#options.tls.current }),
+      balances: (origin) => this.#origins.balances(origin),
+      tlsFor: (origin) => ({ verification: this.#origins.route(origin, false).verification, tls: this.#tls.current }),
       replaceTls: (tls) => {
-        const state = this.#options.tls;
+        const state = this.#tls;
         const now = this.#options.clock.now();
         // Compared before validated: the hooks hand over the same material with every request.
         if (state.holds(tls, now)) return false;
         state.replace(validateTls(tls), now);
         // The verification name may have changed with the settings; pools notice the new generation.
-        this.#routes.clear();
-        this.#legacyRoutes.clear();
         this.#origins.clear();
         return true;
       },
     };
   }
 
-  /** Feeds one attempt's outcome to the endpoint's health. */
-  #judge(endpoint: Endpoint, outcome: AttemptOutcome): void {
-    if (outcome.type === 'aborted') {
-      this.#health.releaseProbation(endpoint);
-      return;
-    }
-    if (outcome.type === 'error') {
-      // A refused stream (graceful GOAWAY) and errors that are not the endpoint's say nothing of its health.
-      if (outcome.kind === 'other' || outcome.kind === 'refused') return this.#health.releaseProbation(endpoint);
-      endpoint.failures++;
-      const silentConnect = this.#silentConnect(endpoint, outcome.kind, outcome.error);
-      if (silentConnect === false) return this.#health.releaseProbation(endpoint);
-      // Silent: a PING went unanswered, or TCP was accepted but TLS never answered (a black hole).
-      // Ejecting it as unreachable also frees the requests stuck on its open connections.
-      const silent = silentConnect === true || (outcome.kind === 'unresponsive' && this.#conclusiveTimeout(endpoint, 2 * this.#options.pingInterval, this.#options.pingInterval));
-      if (outcome.kind === 'connect' || outcome.kind === 'tls' || silent) {
-        this.#health.connectFailure(endpoint, silent ? 'unreachable' : (outcome.kind as 'connect' | 'tls'));
-        // The endpoint may be gone for good: let the resolver look again (it rate-limits itself).
-        this.#resolver.refresh?.();
-      } else {
-        this.#health.serverError(endpoint);
-      }
-      return;
-    }
-    const { statusCode, headers } = outcome;
-    const now = this.#options.clock.now();
-    endpoint.lastAnswerAt = now;
-    if (statusCode >= 500) {
-      endpoint.failures++;
-      this.#health.serverError(endpoint);
-    } else if (statusCode === 429 && !outcome.eviction) {
-      const wait = retryAfterMs(headers['retry-after']);
-      if (isShutdownResponse(headers, outcome.body)) this.#health.shuttingDown(endpoint, wait);
-      else this.#health.throttled(endpoint, wait);
-    } else {
-      this.#budget.earn(now);
-      this.#health.success(endpoint);
-    }
-  }
-
-  async #sendProbe(endpoint: Endpoint, settings: ProbeSettings): Promise<ProbeResult | undefined> {
+  #sendProbe(endpoint: Endpoint, settings: ProbeSettings): Promise<ProbeResult | undefined> {
     const origin = this.#probeOrigin;
-    if (!origin || endpoint.removed || this.#closed) return undefined;
-    const route = this.#routeFor(origin, false);
-    const verification = route.verification;
-    const pool = this.#pools.get(endpoint, route);
-    const clock = this.#options.clock;
-    let headers: Record<string, string>;
-    try {
-      headers = typeof settings.headers === 'function' ? await settings.headers() : settings.headers;
-    } catch (error) {
-      // No credentials this time (an exec plugin failed): no verdict on the endpoint either.
-      this.#emit('warning', `probe headers: ${(error as Error).message}`);
-      return undefined;
-    }
-    if (endpoint.removed || this.#closed) return undefined;
-    try {
-      const res = await pool.request({
-        path: settings.path,
-        method: 'GET',
-        headers: { ...headers, host: origin.host },
-        headersTimeout: settings.timeoutMs,
-        bodyTimeout: settings.timeoutMs,
-        ...(verification.sni ? { servername: verification.sni } : {}),
-      });
-      await res.body.dump();
-      endpoint.lastAnswerAt = clock.now();
-      if (res.statusCode === 401 || res.statusCode === 403) {
-        // The apiserver answers but will not say whether it is ready: count that as alive.
-        if (!this.#warnedProbeAuth) {
-          this.#warnedProbeAuth = true;
-          this.#emit('warning', `probe ${settings.path} answered ${res.statusCode}: set probe.headers (authorization) so readiness can be read`);
-        }
-        return 'pass';
-      }
-      return res.statusCode >= 200 && res.statusCode < 400 ? 'pass' : 'fail';
-    } catch (error) {
-      const kind = classifyError(error);
-      if ((kind === 'timeout' || kind === 'unresponsive') && !this.#conclusiveTimeout(endpoint, settings.timeoutMs, settings.timeoutMs)) return undefined;
-      const silentConnect = this.#silentConnect(endpoint, kind, error as Error);
-      if (silentConnect !== undefined) return silentConnect ? 'unreachable' : undefined;
-      if (kind === 'connect' || kind === 'tls') return kind;
-      // Connected but no answer in time: a black hole, or not talking.
-      return 'unreachable';
-    }
-  }
-
-  #knownOrigin(origin: DispatchOptions['origin']): KnownOrigin {
-    if (origin === undefined || origin === null || origin === '') {
-      throw new BalancerError('ERR_INVALID_OPTION', 'the request has no origin: call the balancer with an absolute URL');
-    }
-    const key = typeof origin === 'string' ? origin : origin.origin;
-    let known = this.#origins.get(key);
-    if (!known) {
-      const url = typeof origin === 'string' ? new URL(origin) : origin;
-      known = { url, balanced: this.#isBalanced(url), route: undefined, legacyRoute: undefined };
-      if (this.#origins.size >= 256) this.#origins.clear();
-      this.#origins.set(key, known);
-    }
-    return known;
+    if (!origin || endpoint.removed || this.#closed) return Promise.resolve(undefined);
+    const route = this.#origins.route(origin, false);
+    return this.#probes.send(endpoint, settings, { origin, sni: route.verification.sni, pool: this.#pools.get(endpoint, route) });
   }
 
   #passthroughDispatch(opts: DispatchOptions, handler: DispatchHandler, legacy: boolean): boolean {
@@ -519,26 +393,6 @@ export class Balancer extends undici.Dispatcher {
     for (const run of waiting) run();
   }
 
-  /**
-   * Whether a timeout that covered the last `windowMs` proves the endpoint silent: it did not if the
-   * endpoint answered something meanwhile, or if this process itself lagged by a quarter of
-   * `deadlineMs` (its timers fired late and replies sat unread).
-   */
-  #conclusiveTimeout(endpoint: Endpoint, windowMs: number, deadlineMs: number): boolean {
-    const answered = endpoint.lastAnswerAt >= this.#options.clock.now() - windowMs;
-    return !answered && this.#lag.maxSince(performance.now() - windowMs) < deadlineMs / 4;
-  }
-
-  /**
-   * For a connection that could not be set up in time: whether that proves the endpoint silent
-   * (false when our own stall or a recent answer explains it); `undefined` for any other failure.
-   */
-  #silentConnect(endpoint: Endpoint, kind: FailureKind, error: Error): boolean | undefined {
-    if (kind !== 'connect' || !isTimeout(error)) return undefined;
-    const deadline = this.#options.connectTimeout;
-    return this.#conclusiveTimeout(endpoint, deadline, deadline);
-  }
-
   #noEndpoints(): BalancerError {
     const cause = this.#lastResolverError;
     const detail = cause ? `: ${cause.message}` : this.#set.size === 0 ? ': the resolver listed none' : ': none is ready';
@@ -553,71 +407,13 @@ export interface Balancer {
   off<E extends keyof BalancerEvents>(event: E, listener: (...args: BalancerEvents[E]) => void): this;
 }
 
-/**
- * What the rest of the package (never its users) reaches inside a balancer: the request host for the
- * https.Agent adapter, and swapping TLS credentials when a kubeconfig's rotate.
- */
-export interface BalancerInternals {
-  readonly host: RequestHost;
-  readonly connectTimeout: number;
-  /** Whether `close()` or `destroy()` was called: hooks installed for the balancer step aside. */
-  closed(): boolean;
-  /** Whether requests to `origin` are balanced (else they pass through). */
-  balances(origin: URL): boolean;
-  /** The name to verify and the TLS settings in force, for connections made for `origin`. */
-  tlsFor(origin: URL): { verification: Verification; tls: ResolvedTls };
-  /**
-   * Switches to new TLS settings, validated like `options.tls`: new connections use them, those
-   * already open finish what runs on them and close. Returns false when nothing changed.
-   */
-  replaceTls(tls: TlsOptions): boolean;
-}
-
-const internals = new WeakMap<Balancer, BalancerInternals>();
-
-export function balancerInternals(balancer: Balancer): BalancerInternals {
-  const found = internals.get(balancer);
-  if (!found) throw new TypeError('not a kube-balancer Balancer');
-  return found;
-}
-
 /** Builds a balancer; every option is validated here and a bad one throws `BalancerError`. */
 export function createBalancer(options: BalancerOptions): Balancer {
   return new Balancer(options);
 }
 
-
-/**
- * A 429 from an apiserver that is shutting down (`--shutdown-send-retry-after`) rather than from API
- * Priority and Fairness: it closes the connection (HTTP/1.1; on HTTP/2 Go turns that into GOAWAY)
- * and says so in its body, and carries none of APF's `X-Kubernetes-PF-*` headers.
- */
-function isShutdownResponse(headers: Record<string, string | string[] | undefined>, body: string): boolean {
-  if (String(headers.connection ?? '').toLowerCase().includes('close')) return true;
-  if (body.includes('shutting down')) return true;
-  return false;
-}
-
-function isTimeout(error: Error): boolean {
-  const code = (error as { code?: unknown }).code;
-  return code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT';
-}
-
-/** A request origin seen before, with its routes once a balanced request needed them. */
-interface KnownOrigin {
-  readonly url: URL;
-  readonly balanced: boolean;
-  route: Route | undefined;
-  legacyRoute: Route | undefined;
-}
-
 const PICK_SHORT = { longRunning: false } as const;
 const PICK_LONG_RUNNING = { longRunning: true } as const;
-
-function withoutDispatcher(opts: DispatchOptions): DispatchOptions {
-  const { dispatcher: _ignored, ...rest } = opts as DispatchOptions & { dispatcher?: unknown };
-  return rest;
-}
 
 /** Where an attempt's outcome is counted in `Endpoint.outcomes`. */
 function outcomeIndex(outcome: AttemptOutcome): number {
@@ -625,18 +421,6 @@ function outcomeIndex(outcome: AttemptOutcome): number {
   return outcome.type === 'error' ? OUTCOME_ERROR : OUTCOME_ABORTED;
 }
 
-/** Wraps a v1 handler (Node's built-in fetch, undici 7) for the v2 core of undici 8. */
-function wrapLegacyHandler(module: UndiciModule, handler: DispatchHandler): DispatchHandler {
-  const wrapper = module.Dispatcher1Wrapper as unknown as { wrapHandler(h: unknown): DispatchHandler };
-  return wrapper.wrapHandler(handler);
-}
-
 function closedError(): BalancerError {
   return new BalancerError('ERR_BALANCER_CLOSED', 'the balancer is closed');
-}
-
-/** Failures are reported through the handler, never thrown out of dispatch (undici's contract). */
-function reportError(handler: AnyHandler, error: Error): void {
-  if (typeof handler.onResponseError === 'function') handler.onResponseError(null as never, error);
-  else handler.onError?.(error);
 }

@@ -4,11 +4,12 @@ import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
-import { unbracket } from '../hostnames.ts';
+import { unbracket } from '../net/hostnames.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
-import type { AttemptOutcome, DescribedRequest, RetryReason } from './BalancedRequest.ts';
-import { balancerInternals, type Balancer, type BalancerInternals } from './Balancer.ts';
-import { tlsConnectOptions } from './tls.ts';
+import type { DescribedRequest } from './RequestHost.ts';
+import type { AttemptOutcome, RetryReason } from '../health/outcome.ts';
+import { type BalancerInternals, balancerInternals } from './internals.ts';
+import { tlsConnectOptions } from '../net/tls.ts';
 
 type Callback = (error: Error | null, socket: Duplex) => void;
 
@@ -25,7 +26,8 @@ type Callback = (error: Error | null, socket: Duplex) => void;
 export class BalancingAgent extends https.Agent {
   readonly #balancer: BalancerInternals;
 
-  constructor(balancer: Balancer) {
+  /** `balancer`: a `Balancer` (its internals are looked up, so any other dispatcher throws). */
+  constructor(balancer: object) {
     super({ keepAlive: false });
     this.#balancer = balancerInternals(balancer);
   }

@@ -1,8 +1,12 @@
 import type { EventEmitter } from 'node:events';
 import type { Dispatcher, Pool } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
-import type { ResolvedOptions, UndiciModule } from '../options.ts';
-import { tlsConnectOptions, type Route } from './tls.ts';
+import type { UndiciModule } from '../options/BalancerOptions.ts';
+import type { ResolvedOptions } from '../options/validate.ts';
+import type { TlsState } from '../net/TlsState.ts';
+import { tlsConnectOptions, type Route } from '../net/tls.ts';
+
+type PoolSettings = Pick<ResolvedOptions, 'connectTimeout' | 'keepAliveTimeout' | 'pingInterval'>;
 
 /**
  * One undici `Pool` per endpoint (HTTP/2 when offered, so usually one multiplexed connection), plus
@@ -13,7 +17,8 @@ import { tlsConnectOptions, type Route } from './tls.ts';
  */
 export class EndpointPools {
   readonly #undici: UndiciModule;
-  readonly #options: ResolvedOptions;
+  readonly #options: PoolSettings;
+  readonly #tls: TlsState;
   readonly #forward: (event: string, origin: URL, targets: readonly Dispatcher[], error?: Error) => void;
   readonly #pools = new Map<Endpoint, Map<Route, Pool>>();
   /** The TLS generation the pools in `#pools` were made for. */
@@ -23,17 +28,19 @@ export class EndpointPools {
 
   constructor(
     undici: UndiciModule,
-    options: ResolvedOptions,
+    options: PoolSettings,
+    tls: TlsState,
     forward: (event: string, origin: URL, targets: readonly Dispatcher[], error?: Error) => void,
   ) {
     this.#undici = undici;
     this.#options = options;
+    this.#tls = tls;
     this.#forward = forward;
-    this.#generation = options.tls.generation;
+    this.#generation = tls.generation;
   }
 
   get(endpoint: Endpoint, route: Route): Pool {
-    if (this.#options.tls.generation !== this.#generation) this.#retireStale();
+    if (this.#tls.generation !== this.#generation) this.#retireStale();
     let byRoute = this.#pools.get(endpoint);
     if (!byRoute) {
       byRoute = new Map();
@@ -82,7 +89,7 @@ export class EndpointPools {
 
   /** The credentials changed: every pool made with the old ones closes gracefully. */
   #retireStale(): void {
-    this.#generation = this.#options.tls.generation;
+    this.#generation = this.#tls.generation;
     const old = this.#current();
     for (const pool of old) {
       const closed = pool.close().then(
@@ -94,7 +101,7 @@ export class EndpointPools {
   }
 
   #create(origin: string, route: Route): Pool {
-    const tls = route.protocol === 'https:' ? tlsConnectOptions(this.#options.tls.current, route.verification) : {};
+    const tls = route.protocol === 'https:' ? tlsConnectOptions(this.#tls.current, route.verification) : {};
     const pool = new this.#undici.Pool(origin, {
       allowH2: !route.http1Only,
       connectTimeout: this.#options.connectTimeout,

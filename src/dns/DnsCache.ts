@@ -44,7 +44,13 @@ interface Entry {
 /** Retry after a failure: after 1–2 s, doubling to 15–30 s (RFC 8767's failure recheck; RFC 9520's ≥ 1 s). */
 const RETRY_BASE = 2_000;
 const RETRY_MAX = 30_000;
-const MAX_ENTRIES = 1_000;
+/**
+ * One resolver's cache must hold every answer its rounds use, or each round evicts the answers the
+ * next one needs and asks for all of them again. An SRV answer fits in 64 KiB over TCP, so it has at
+ * most ~3,270 records (20 bytes each, names compressed), each target needing an A and an AAAA
+ * answer: 8,192 entries cover any SRV set, at a few hundred bytes each.
+ */
+const DNS_CACHE_ENTRIES = 8_192;
 
 /**
  * Answers by (name, type), on lru-cache. A lookup returns the cached answer until its refresh time
@@ -67,13 +73,19 @@ export class DnsCache {
    */
   onQuery: ((result: string) => void) | undefined;
 
-  constructor(client: Pick<DnsClient, 'query'>, clock: Clock, options: DnsCacheOptions = dnsCacheDefaults, random: () => number = Math.random) {
+  constructor(
+    client: Pick<DnsClient, 'query'>,
+    clock: Clock,
+    options: DnsCacheOptions = dnsCacheDefaults,
+    random: () => number = Math.random,
+    maxEntries = DNS_CACHE_ENTRIES,
+  ) {
     this.#client = client;
     this.#clock = clock;
     this.#options = options;
     this.#random = random;
     // lru-cache on our clock; ttlResolution 0 because caching `now` would set a real timer.
-    this.#entries = new LRUCache<string, Entry>({ max: MAX_ENTRIES, ttlResolution: 0, perf: { now: () => clock.now() } });
+    this.#entries = new LRUCache<string, Entry>({ max: maxEntries, ttlResolution: 0, perf: { now: () => clock.now() } });
   }
 
   /**

@@ -4,7 +4,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import type { Clock } from '../clock.ts';
 import { DnsError } from './DnsError.ts';
-import { endpointKey } from '../resolver/Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 import { ipFamily, type NameServer } from './ResolvConf.ts';
 import { encodeQuery, parseResponse, type Query, type Response } from './wire.ts';
 

@@ -1,4 +1,4 @@
-import type { Endpoint, EndpointState } from '../balancer/Endpoint.ts';
+import type { EjectReason, Endpoint, EndpointState } from '../balancer/Endpoint.ts';
 import type { Clock, ClockTimer } from '../clock.ts';
 
 export interface HealthSettings {
@@ -12,13 +12,6 @@ export interface HealthSettings {
   /** Active probes run: a draining endpoint then comes back only through passing probes. */
   probes: boolean;
 }
-
-/**
- * Why an endpoint stopped taking requests: a failed connection or handshake, consecutive failures
- * (5xx, broken connections, request timeouts), a 429 from API Priority and Fairness, a probe that
- * got no answer (black hole), or a failing probe while coming back.
- */
-export type EjectReason = 'connect' | 'tls' | 'failures' | 'throttled' | 'unreachable' | 'probe';
 
 export interface HealthListener {
   /** Eligibility or weights changed: the picker must be rebuilt. */

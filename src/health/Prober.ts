@@ -1,6 +1,6 @@
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import type { Clock, ClockTimer } from '../clock.ts';
-import type { HeadersSource } from '../options.ts';
+import type { HeadersSource } from '../net/headers.ts';
 import type { ProbeResult } from './HealthTracker.ts';
 
 export interface ProbeSettings {

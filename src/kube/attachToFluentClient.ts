@@ -1,4 +1,5 @@
-import { balancerInternals, type Balancer } from '../dispatcher/Balancer.ts';
+import type { Balancer } from '../dispatcher/Balancer.ts';
+import { balancerInternals } from '../dispatcher/internals.ts';
 import { notAttached, type KubeAttachment } from './attachToKubeConfig.ts';
 import { createKubeBalancer, type KubeBalancerOptions } from './createKubeBalancer.ts';
 import { fluentClientPeers, type DispatchFunction } from './peers.ts';

@@ -1,4 +1,5 @@
-import { balancerInternals, type Balancer } from '../dispatcher/Balancer.ts';
+import type { Balancer } from '../dispatcher/Balancer.ts';
+import { balancerInternals } from '../dispatcher/internals.ts';
 import { BalancingAgent } from '../dispatcher/BalancingAgent.ts';
 import { BalancerError } from '../errors.ts';
 import { createKubeBalancer, type KubeBalancerOptions } from './createKubeBalancer.ts';

@@ -1,7 +1,8 @@
-import { balancerInternals, createBalancer, type Balancer } from '../dispatcher/Balancer.ts';
+import { createBalancer, type Balancer } from '../dispatcher/Balancer.ts';
+import { balancerInternals } from '../dispatcher/internals.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { BalancerError } from '../errors.ts';
-import type { BalancerOptions, BootstrapOptions } from '../options.ts';
+import type { BalancerOptions, BootstrapOptions } from '../options/BalancerOptions.ts';
 import type { Target } from '../resolver/parseTarget.ts';
 import { defaultTarget } from './defaultTarget.ts';
 import { clientNodeUndici } from './peers.ts';

@@ -1,4 +1,4 @@
-import { unbracket } from '../hostnames.ts';
+import { unbracket } from '../net/hostnames.ts';
 import type { Target } from '../resolver/parseTarget.ts';
 
 /** SRV records of a headless Service over the apiservers (see examples/kubernetes-headless-*.yaml). */

@@ -5,7 +5,7 @@ import type * as Undici from 'undici';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { BalancerError } from '../errors.ts';
-import type { UndiciModule } from '../options.ts';
+import type { UndiciModule } from '../options/BalancerOptions.ts';
 import type { KubeConfigLike } from './readKubeConfig.ts';
 
 type ClientNode = typeof ClientNodeModule;

@@ -1,5 +1,5 @@
 import { BalancerError } from '../errors.ts';
-import type { Pem, TlsOptions } from '../options.ts';
+import type { Pem, TlsOptions } from '../net/tls.ts';
 
 /**
  * The parts of a `@kubernetes/client-node` `KubeConfig` this package uses (2.x, and the 1.x that

@@ -1,7 +1,6 @@
 import diagnostics_channel from 'node:diagnostics_channel';
-import type { EndpointInfo } from '../balancer/Endpoint.ts';
-import type { RetryReason } from '../dispatcher/BalancedRequest.ts';
-import type { EjectReason } from '../health/HealthTracker.ts';
+import type { EjectReason, EndpointInfo } from '../balancer/Endpoint.ts';
+import type { RetryReason } from '../health/outcome.ts';
 
 /**
  * `node:diagnostics_channel` channels, for tracing and APMs that subscribe by name. Publishers check

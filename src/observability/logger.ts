@@ -1,4 +1,4 @@
-import type { Balancer } from '../dispatcher/Balancer.ts';
+import type { BalancerEventSource } from './events.ts';
 
 /**
  * A pino-style log method. The balancer always calls it as `(fields, message)`: pino, bunyan and
@@ -26,7 +26,7 @@ export function isLogger(value: unknown): value is Logger {
  * Fields name the event and the endpoint (`address:port`), so logs can be filtered without parsing
  * messages. It listens like any user would, so an unset logger costs nothing.
  */
-export function attachLogger(balancer: Balancer, logger: Logger): void {
+export function attachLogger(balancer: BalancerEventSource, logger: Logger): void {
   balancer.on('endpoints', (endpoints) =>
     logger.info({ event: 'endpoints', endpoints: endpoints.map((e) => e.key) }, `apiserver endpoints: ${endpoints.length}`),
   );

@@ -1,8 +1,6 @@
-import type { EndpointInfo } from '../balancer/Endpoint.ts';
+import type { EjectReason, EndpointInfo } from '../balancer/Endpoint.ts';
 import type { Policy } from '../balancer/Picker.ts';
-import type { RetryReason } from '../dispatcher/BalancedRequest.ts';
-import type { EjectReason } from '../health/HealthTracker.ts';
-import { isResolver } from '../resolver/parseTarget.ts';
+import type { RetryReason } from '../health/outcome.ts';
 
 /** What `balancer.stats()` returns: plain data, safe to `JSON.stringify`, never live. */
 export interface BalancerStats {
@@ -113,13 +111,4 @@ export class Totals {
       },
     };
   }
-}
-
-/** How a target is named in stats: never a resolver object's innards. */
-export function describeTarget(target: unknown): string {
-  if (typeof target === 'string') return target;
-  if (!Array.isArray(target)) return 'custom';
-  // A chain of URIs and resolvers is named by its links, as CLIENT_LOAD_BALANCE_TARGET spells one.
-  const chain = target.length > 0 && target.every((link) => typeof link === 'string' || isResolver(link));
-  return chain ? target.map(describeTarget).join(' ') : 'list';
 }

@@ -1,9 +1,9 @@
 import { connect as netConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { Client, type Dispatcher, type buildConnector } from 'undici';
-import { tlsConnectOptions, verificationFor } from '../dispatcher/tls.ts';
-import { unbracket } from '../hostnames.ts';
-import type { HeadersSource, ResolvedTls } from '../options.ts';
+import { type ResolvedTls, tlsConnectOptions, verificationFor } from '../net/tls.ts';
+import { unbracket } from '../net/hostnames.ts';
+import type { HeadersSource } from '../net/headers.ts';
 
 export interface ApiAccess {
   /** The bootstrap server; a path prefix (an API proxy's) is kept. */

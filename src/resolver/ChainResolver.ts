@@ -1,4 +1,5 @@
-import { endpointKey, endpointSignature, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointSignature, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointKey } from '../net/endpointKey.ts';
 
 interface Link {
   readonly resolver: Resolver;

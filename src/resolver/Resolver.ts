@@ -1,3 +1,5 @@
+import { endpointKey } from '../net/endpointKey.ts';
+
 /**
  * A resolver turns a target into a stream of complete endpoint sets (gRPC's naming model). The
  * balancer calls `start` once, `refresh` when it suspects the set is stale (a connection failed),
@@ -64,9 +66,4 @@ export function inKeyOrder(endpoints: Iterable<EndpointAddress>): EndpointAddres
   const keyed = Array.from(endpoints, (endpoint) => ({ key: endpointKey(endpoint), endpoint }));
   keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return keyed.map(({ endpoint }) => endpoint);
-}
-
-/** `address:port`, with IPv6 in brackets: the identity of an endpoint across updates. */
-export function endpointKey(endpoint: Pick<EndpointAddress, 'address' | 'port'>): string {
-  return endpoint.address.includes(':') ? `[${endpoint.address}]:${endpoint.port}` : `${endpoint.address}:${endpoint.port}`;
 }

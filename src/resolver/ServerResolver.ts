@@ -1,7 +1,7 @@
 import { lookup as systemLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Clock, ClockTimer } from '../clock.ts';
-import { unbracket } from '../hostnames.ts';
+import { unbracket } from '../net/hostnames.ts';
 import { endpointSignature, LAST_RESORT, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 
 export type Lookup = (hostname: string) => Promise<ReadonlyArray<{ address: string }>>;

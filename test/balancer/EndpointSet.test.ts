@@ -6,13 +6,13 @@ import { EndpointSet, type PickerOptions } from '../../src/balancer/EndpointSet.
 import type { PickRequest } from '../../src/balancer/Picker.ts';
 import type { EndpointAddress } from '../../src/resolver/Resolver.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
-import { address, tally, worstWindow } from '../helpers/endpoints.ts';
+import { address, pickerOptions, tally, worstWindow } from '../helpers/endpoints.ts';
 
 const short: PickRequest = { longRunning: false };
 const watch: PickRequest = { longRunning: true };
 
 function setOf(addresses: EndpointAddress[], options: Partial<PickerOptions> = {}, clock = new FakeClock()): EndpointSet {
-  const set = new EndpointSet(clock, options);
+  const set = new EndpointSet(clock, pickerOptions(options));
   set.update(addresses);
   return set;
 }
@@ -122,7 +122,7 @@ test('property: diff updates keep endpoints, counters and health; removed endpoi
       fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 8, maxLength: 8 }),
       (updates, weights) => {
         const clock = new FakeClock();
-        const set = new EndpointSet(clock);
+        const set = new EndpointSet(clock, pickerOptions());
         let previous = new Map<string, Endpoint>();
         let generation = 0;
         for (const update of updates) {

@@ -3,10 +3,11 @@
 import test from 'ava';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../../src/balancer/Endpoint.ts';
-import { BalancedRequest, type RequestHost } from '../../src/dispatcher/BalancedRequest.ts';
+import { BalancedRequest } from '../../src/dispatcher/BalancedRequest.ts';
 import { Hedging } from '../../src/dispatcher/Hedge.ts';
+import type { RequestHost } from '../../src/dispatcher/RequestHost.ts';
 import { RetryBudget } from '../../src/dispatcher/RetryBudget.ts';
-import type { Route } from '../../src/dispatcher/tls.ts';
+import type { Route } from '../../src/net/tls.ts';
 import { Totals } from '../../src/observability/stats.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { endpoint } from '../helpers/endpoints.ts';
@@ -143,7 +144,7 @@ test('with no hedge earned yet, a request waits on its endpoint as before', asyn
 });
 
 test('hedge options: off by default, {} for the defaults, bounds validated', async (t) => {
-  const { resolveOptions } = await import('../../src/options.ts');
+  const { resolveOptions } = await import('../../src/options/validate.ts');
   t.is(resolveOptions({ target: 'static:///127.0.0.2:6443' }).hedge, false);
   t.deepEqual(resolveOptions({ target: 'static:///127.0.0.2:6443', hedge: {} }).hedge, SETTINGS);
   t.throws(() => resolveOptions({ target: 'static:///127.0.0.2:6443', hedge: { minDelayMs: 100, maxDelayMs: 50 } }), { message: /hedge\.maxDelayMs/ });

@@ -5,7 +5,7 @@ import test from 'ava';
 import * as undici from 'undici';
 import { certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, type Response, type TestServer } from '../../fixtures/server/TestServer.ts';
-import { balancerInternals } from '../../src/dispatcher/Balancer.ts';
+import { balancerInternals } from '../../src/dispatcher/internals.ts';
 import { createBalancer } from '../../src/index.ts';
 import { ORIGIN } from '../helpers/balancer.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
@@ -22,7 +22,7 @@ async function watchServers(hosts: string[]): Promise<{ servers: TestServer[]; o
   const open: Array<{ server: TestServer; res: Response }> = [];
   const servers = await startServers(hosts, {
     handler: (req, res, server) => {
-      if (!(req.url ?? '').includes('watch=true')) return sendJson(res, 200, { server: server.name });
+      if (!/[?&]watch/.test(req.url ?? '')) return sendJson(res, 200, { server: server.name });
       (res as ServerResponse).writeHead(200, { 'content-type': 'application/json' });
       (res as ServerResponse).write(FIRST);
       (res as ServerResponse).write(PARTIAL);
@@ -33,24 +33,27 @@ async function watchServers(hosts: string[]): Promise<{ servers: TestServer[]; o
 }
 
 
-test('a watch whose apiserver crashes mid-event ends cleanly after its last complete event; health still sees the failure', async (t) => {
-  const { servers } = await watchServers(['127.0.0.2']);
-  const balancer = createBalancer({ target: `static:///${servers[0]!.authority}`, tls: { ca: certs.ca }, probe: false });
-  try {
-    const res = await undici.request(`${ORIGIN}${WATCH}`, { dispatcher: balancer });
-    t.is(res.statusCode, 200);
-    let text = '';
-    res.body.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-    await until(() => text.length > 0, { what: 'the first event' });
-    await servers[0]!.crash();
-    await new Promise<void>((resolve, reject) => res.body.once('end', resolve).once('error', reject));
-    t.is(text, FIRST, 'only whole events, and the end of the stream instead of an error');
-    t.like(balancer.endpoints()[0], { streams: 0, inFlight: 0, failures: 1 });
-  } finally {
-    await balancer.close();
-    await Promise.all(servers.map((s) => s.close()));
-  }
-});
+// Every spelling kube-apiserver takes for a watch (apimachinery's query booleans) is one here too.
+for (const watch of ['watch=true', 'watch=True', 'watch=t', 'watch']) {
+  test(`a watch (${watch}) whose apiserver crashes mid-event ends cleanly after its last complete event; health still sees the failure`, async (t) => {
+    const { servers } = await watchServers(['127.0.0.2']);
+    const balancer = createBalancer({ target: `static:///${servers[0]!.authority}`, tls: { ca: certs.ca }, probe: false });
+    try {
+      const res = await undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps?${watch}`, { dispatcher: balancer });
+      t.is(res.statusCode, 200);
+      let text = '';
+      res.body.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      await until(() => text.length > 0, { what: 'the first event' });
+      await servers[0]!.crash();
+      await new Promise<void>((resolve, reject) => res.body.once('end', resolve).once('error', reject));
+      t.is(text, FIRST, 'only whole events, and the end of the stream instead of an error');
+      t.like(balancer.endpoints()[0], { streams: 0, inFlight: 0, failures: 1 });
+    } finally {
+      await balancer.close();
+      await Promise.all(servers.map((s) => s.close()));
+    }
+  });
+}
 
 test('a fourth endpoint: watches move over one per 1/maxPerSecond, oldest first, each ending at an event boundary, until balanced', async (t) => {
   const { servers, open } = await watchServers(['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5']);

@@ -14,7 +14,7 @@ import { addressOf, pushResolver } from '../helpers/pushResolver.ts';
 test('a request timeout moves a GET to another endpoint; a POST surfaces the timeout', async (t) => {
   const servers = await startServers(['127.0.0.2', '127.0.0.3']);
   servers[0]!.latencyMs = 5000;
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, requestTimeout: 300 });
+  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, requestTimeout: 1000 });
   try {
     const results = await load(6, 2, async () => {
       const res = await undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer });
@@ -23,7 +23,7 @@ test('a request timeout moves a GET to another endpoint; a POST surfaces the tim
     });
     t.true(results.every((r) => r.value === 200));
     t.is(servers[1]!.requests.length, 6, 'every GET was answered by the healthy endpoint');
-    const only = createBalancer({ target: staticTarget([servers[0]!]), tls: { ca: certs.ca }, probe: false, requestTimeout: 300 });
+    const only = createBalancer({ target: staticTarget([servers[0]!]), tls: { ca: certs.ca }, probe: false, requestTimeout: 1000 });
     const error = await t.throwsAsync(undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps`, { dispatcher: only, method: 'POST', body: '{}' }));
     t.is((error as Error & { code?: string }).code, 'UND_ERR_HEADERS_TIMEOUT');
     await only.destroy();

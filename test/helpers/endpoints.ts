@@ -1,6 +1,8 @@
 import { Candidates, type SelectOptions } from '../../src/balancer/Candidates.ts';
 import { Endpoint } from '../../src/balancer/Endpoint.ts';
+import type { PickerOptions } from '../../src/balancer/EndpointSet.ts';
 import type { Clock } from '../../src/clock.ts';
+import { defaultOptions } from '../../src/options/BalancerOptions.ts';
 import type { EndpointAddress } from '../../src/resolver/Resolver.ts';
 import { FakeClock } from './FakeClock.ts';
 
@@ -21,6 +23,11 @@ export function candidatesOf(weights: readonly number[], options: Partial<Select
     { panicThreshold: 0.5, slowStartMs: 0, ...options },
     clock,
   );
+}
+
+/** A balancer's picker options left at their defaults, with `options` over them. */
+export function pickerOptions(options: Partial<PickerOptions> = {}): PickerOptions {
+  return { policy: defaultOptions.policy, slowStartMs: defaultOptions.slowStartMs, panicThreshold: defaultOptions.panicThreshold, ...options };
 }
 
 /** How often each endpoint was picked in `picks` calls. */

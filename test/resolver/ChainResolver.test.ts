@@ -1,7 +1,8 @@
 import test from 'ava';
 import { systemClock } from '../../src/clock.ts';
 import { ChainResolver } from '../../src/resolver/ChainResolver.ts';
-import { endpointKey, type EndpointAddress, type Resolver, type ResolverListener } from '../../src/resolver/Resolver.ts';
+import { type EndpointAddress, type Resolver, type ResolverListener } from '../../src/resolver/Resolver.ts';
+import { endpointKey } from '../../src/net/endpointKey.ts';
 import { ServerResolver } from '../../src/resolver/ServerResolver.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 

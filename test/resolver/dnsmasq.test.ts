@@ -1,11 +1,19 @@
 // Discovery against a real DNS server: dnsmasq, started per test on a free loopback port. A missing
 // dnsmasq fails these tests with the package to install; they are never skipped.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import test from 'ava';
 import * as undici from 'undici';
 import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
 import { Dnsmasq, leftoverDnsmasq, type DnsmasqConfig } from '../../fixtures/dnsmasq/Dnsmasq.ts';
 import { startServers } from '../../fixtures/server/TestServer.ts';
+import { systemClock } from '../../src/clock.ts';
+import { dnsCacheDefaults } from '../../src/dns/DnsCache.ts';
+import { parseNameServer } from '../../src/dns/ResolvConf.ts';
 import { createBalancer, type Balancer } from '../../src/index.ts';
+import type { DnsResolver } from '../../src/resolver/DnsResolver.ts';
+import { createResolver } from '../../src/resolver/parseTarget.ts';
 import { dnsClient } from '../helpers/dns.ts';
 import { until } from '../helpers/poll.ts';
 
@@ -160,6 +168,47 @@ test.serial('end to end: three HTTPS servers found through SRV; all used; a remo
   } finally {
     await Promise.all(servers.map((s) => s.close()));
   }
+});
+
+test.serial('no search line in resolv.conf: a short name is looked up in the host name\'s domain, as glibc does', async (t) => {
+  await withDnsmasq({ zone: 'api.test', ttl: 30, hosts: { 'apiservers.api.test': ['127.0.0.11'] } }, async (dnsmasq) => {
+    const dir = mkdtempSync(join(tmpdir(), 'resolv-'));
+    writeFileSync(join(dir, 'resolv.conf'), 'nameserver 192.0.2.1\nsearch\noptions attempts:1\n');
+    const resolver = createResolver('dns:///apiservers:6443', {
+      clock: systemClock,
+      dns: { ...dnsCacheDefaults, servers: [parseNameServer(dnsmasq.address)!] },
+      resolvConf: join(dir, 'resolv.conf'),
+      hostname: 'node0.api.test',
+    }) as DnsResolver;
+    const sets: string[][] = [];
+    resolver.start({ endpoints: (set) => sets.push(set.map((e) => `${e.address}:${e.port}`)), error: () => {} });
+    try {
+      await resolver.settled();
+      t.deepEqual(sets, [['127.0.0.11:6443']]);
+      t.is(dnsmasq.queries()[0], 'A apiservers.api.test', 'the domain of node0.api.test, first (no dot in the name)');
+    } finally {
+      await resolver.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+test.serial('addresses DNS lists that are never dialled (link-local, multicast, broadcast) reach no balancer; a warning says so', async (t) => {
+  const hosts = { 'apiservers.api.test': ['127.0.0.11', '169.254.0.7', '224.0.0.7', '255.255.255.255', 'fe80::7', '::1'] };
+  await withDnsmasq({ zone: 'api.test', ttl: 30, hosts }, async (dnsmasq) => {
+    const balancer = balancerOn(dnsmasq, 'dns:///apiservers.api.test.:6443');
+    const warnings: string[] = [];
+    balancer.on('warning', (w) => warnings.push(w));
+    try {
+      await balancer.ready();
+      t.deepEqual(view(balancer).sort(), ['127.0.0.11:6443 p0 w1', '::1:6443 p0 w1']);
+      await until(() => warnings.length > 0, { what: 'the warning' });
+      t.regex(warnings[0]!, /never dialled, left out: .*169\.254\.0\.7 \(link-local\)/);
+      t.regex(warnings[0]!, /fe80::7 \(link-local\)/);
+    } finally {
+      await balancer.close();
+    }
+  });
 });
 
 test.serial('the harness starts dnsmasq and stops it by PID', async (t) => {

@@ -1,7 +1,7 @@
 import type { Balancer } from '../../index.ts';
-import { endpointKey } from '../../resolver/Resolver.ts';
+import { endpointKey } from '../../net/endpointKey.ts';
 import type { DemoCluster } from './DemoCluster.ts';
-import { seconds } from './snapshot.ts';
+import { seconds } from './seconds.ts';
 import type { BalancerCounts } from './summary.ts';
 
 /** What kube-balancer did, for the summary: its `stats()`, and the drains and restores its events told. */

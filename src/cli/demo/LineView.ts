@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
-import { CLIENT_KEYS, seconds, type Snapshot, type View } from './snapshot.ts';
+import { CLIENT_KEYS, type Snapshot, type View } from './snapshot.ts';
+import { seconds } from './seconds.ts';
 
 /**
  * The view when the output is not a terminal (a pipe, a CI log): plain lines — each phase and event

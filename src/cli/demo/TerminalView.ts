@@ -1,5 +1,6 @@
 import type { WriteStream } from 'node:tty';
-import { CLIENT_KEYS, seconds, type Snapshot, type View } from './snapshot.ts';
+import { CLIENT_KEYS, type Snapshot, type View } from './snapshot.ts';
+import { seconds } from './seconds.ts';
 
 const ESC = '\x1b[';
 const RECENT_EVENTS = 5;

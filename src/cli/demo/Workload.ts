@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClientNodeModule, DemoClient } from './clients.ts';
-import { seconds } from './snapshot.ts';
+import { seconds } from './seconds.ts';
 
 export interface WorkloadOptions {
   /** Where this client's objects live. */

@@ -5,7 +5,7 @@ import type * as Undici from 'undici';
 import { certs } from '../../../fixtures/certs/index.ts';
 import { attachToKubeConfig, type Balancer } from '../../index.ts';
 import { clientNodeUndici } from '../../kube/peers.ts';
-import { endpointKey } from '../../resolver/Resolver.ts';
+import { endpointKey } from '../../net/endpointKey.ts';
 import { SERVER_NAME, type Apiserver, type DemoCluster } from './DemoCluster.ts';
 
 export type ClientNodeModule = typeof ClientNode;

@@ -36,7 +36,3 @@ export interface View {
 }
 
 export const CLIENT_KEYS: readonly ClientKey[] = ['kubeBalancer', 'oneConnection'];
-
-export function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
-}

@@ -1,6 +1,7 @@
 import { table } from '../table.ts';
 import type { ClientKey } from './DemoCluster.ts';
-import { CLIENT_KEYS, seconds } from './snapshot.ts';
+import { CLIENT_KEYS } from './snapshot.ts';
+import { seconds } from './seconds.ts';
 import type { WorkloadStats } from './Workload.ts';
 
 /** What `kube-balancer demo --json` prints. */

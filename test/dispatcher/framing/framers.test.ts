@@ -3,7 +3,8 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { encodeObject, watchFrame } from '../../../fixtures/apiserver/protobuf.ts';
-import { framerFor, type WatchFramer } from '../../../src/dispatcher/framing/WatchFramer.ts';
+import { framerFor } from '../../../src/dispatcher/framing/framerFor.ts';
+import type { WatchFramer } from '../../../src/dispatcher/framing/WatchFramer.ts';
 import { LengthPrefixFramer } from '../../../src/dispatcher/framing/LengthPrefixFramer.ts';
 import { LineFramer } from '../../../src/dispatcher/framing/LineFramer.ts';
 

@@ -1,6 +1,27 @@
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
-import { isIpLiteral, unbracket } from '../hostnames.ts';
-import type { ResolvedTls } from '../options.ts';
+import { isIpLiteral, unbracket } from './hostnames.ts';
+
+export type Pem = string | Buffer;
+
+export interface TlsOptions {
+  /** CA certificates (PEM) that sign the apiservers' certificates. Default: Node's root store. */
+  ca?: Pem | readonly Pem[];
+  /** Client certificate (PEM) for mutual TLS. Needs `key`. */
+  cert?: Pem;
+  /** Private key (PEM) of `cert`. */
+  key?: Pem;
+  /**
+   * Name the server certificates must carry, sent as SNI. Default: the hostname of the request's
+   * origin; for an IP origin, that IP is verified and no SNI is sent. The dialled endpoint's own
+   * address never decides.
+   */
+  servername?: string;
+  /** `false` turns certificate verification off. Only for a kubeconfig that says so. Default `true`. */
+  rejectUnauthorized?: boolean;
+}
+
+/** TLS options after validation. */
+export type ResolvedTls = Required<Pick<TlsOptions, 'rejectUnauthorized'>> & Omit<TlsOptions, 'rejectUnauthorized'>;
 
 /** The name every endpoint's certificate must carry, and the SNI to send for it. */
 export interface Verification {

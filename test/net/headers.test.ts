@@ -1,5 +1,5 @@
 import test from 'ava';
-import { withHost } from '../../src/dispatcher/headers.ts';
+import { withHost } from '../../src/net/headers.ts';
 
 test('adds host to every header shape undici accepts', (t) => {
   t.deepEqual(withHost(null, 'a:1'), { host: 'a:1' });

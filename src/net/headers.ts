@@ -3,6 +3,12 @@ import type { Dispatcher } from 'undici';
 type Headers = Dispatcher.DispatchOptions['headers'];
 
 /**
+ * Request headers, or a function that returns the current ones (sync or async), asked for before
+ * every request so credentials that rotate (exec plugins, service-account token files) stay valid.
+ */
+export type HeadersSource = Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
+
+/**
  * Returns the request headers with `host` set to the original authority, unless the caller set one.
  * Accepts every shape undici accepts: a flat array, an iterable of pairs, or a plain object.
  */

@@ -1,4 +1,4 @@
-import type { Pem, ResolvedTls, TlsOptions } from '../options.ts';
+import type { Pem, ResolvedTls, TlsOptions } from './tls.ts';
 
 /**
  * Readings of a kubeconfig overlap (each request reads it, so do probes); one that began before a

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { certs } from '../../fixtures/certs/index.ts';
-import { TlsState } from '../../src/dispatcher/TlsState.ts';
+import { TlsState } from '../../src/net/TlsState.ts';
 
 const a = { ca: certs.ca, cert: certs.client.cert, key: certs.client.key, rejectUnauthorized: true };
 const b = { ...a, cert: certs.rotated.cert, key: certs.rotated.key };

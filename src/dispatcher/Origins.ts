@@ -1,0 +1,71 @@
+import { BalancerError } from '../errors.ts';
+import { verificationFor, type Route } from '../net/tls.ts';
+import type { TlsState } from '../net/TlsState.ts';
+import type { DispatchOptions } from './handlers.ts';
+
+/** A request origin seen before, with its routes once a balanced request needed them. */
+export interface KnownOrigin {
+  readonly url: URL;
+  readonly balanced: boolean;
+  route: Route | undefined;
+  legacyRoute: Route | undefined;
+}
+
+/** Each cache holds at most this many origins: a client talks to a handful. */
+const MAX_ORIGINS = 256;
+
+/**
+ * Request origins as callers write them, each parsed and judged once (parsing a URL or building its
+ * origin string per request costs), and the route of each balanced origin, for modern and for
+ * legacy (HTTP/1.1-only) handlers.
+ */
+export class Origins {
+  /** `options.origin` as a string, the only origin balanced when set. */
+  readonly #only: string | undefined;
+  readonly #tls: TlsState;
+  readonly #known = new Map<string, KnownOrigin>();
+  readonly #routes = new Map<string, Route>();
+  readonly #legacyRoutes = new Map<string, Route>();
+
+  constructor(only: URL | undefined, tls: TlsState) {
+    this.#only = only?.origin;
+    this.#tls = tls;
+  }
+
+  balances(origin: URL): boolean {
+    return this.#only === undefined || this.#only === origin.origin;
+  }
+
+  known(origin: DispatchOptions['origin']): KnownOrigin {
+    if (origin === undefined || origin === null || origin === '') {
+      throw new BalancerError('ERR_INVALID_OPTION', 'the request has no origin: call the balancer with an absolute URL');
+    }
+    const key = typeof origin === 'string' ? origin : origin.origin;
+    let known = this.#known.get(key);
+    if (!known) {
+      const url = typeof origin === 'string' ? new URL(origin) : origin;
+      known = { url, balanced: this.balances(url), route: undefined, legacyRoute: undefined };
+      if (this.#known.size >= MAX_ORIGINS) this.#known.clear();
+      this.#known.set(key, known);
+    }
+    return known;
+  }
+
+  route(origin: URL, legacy: boolean): Route {
+    const routes = legacy ? this.#legacyRoutes : this.#routes;
+    let route = routes.get(origin.origin);
+    if (!route) {
+      route = { protocol: origin.protocol, host: origin.host, verification: verificationFor(origin, this.#tls.current), http1Only: legacy };
+      if (routes.size >= MAX_ORIGINS) routes.clear();
+      routes.set(origin.origin, route);
+    }
+    return route;
+  }
+
+  /** The TLS settings changed, and the verification name with them maybe: routes are made again. */
+  clear(): void {
+    this.#routes.clear();
+    this.#legacyRoutes.clear();
+    this.#known.clear();
+  }
+}
