@@ -95,6 +95,7 @@ export async function run(): Promise<unknown> {
         'vs haproxy': Number((rps / reference).toFixed(2)),
         'p50 µs': median(r.runs.map((x) => x.p50Us)),
         'p99 µs': median(r.runs.map((x) => x.p99Us)),
+        'CPU µs/req': median(r.runs.map((x) => x.cpuUs)),
         'share per server %': r.share.join(' / '),
       });
     }

@@ -118,13 +118,13 @@ test('valid options are accepted', async (t) => {
 
 test('picker options: policy, slowStartMs and panicThreshold are validated, with defaults', (t) => {
   const target = 'static:///127.0.0.1:6443';
-  rejects(t, { target, policy: 'random' }, 'ERR_INVALID_OPTION', /options.policy must be one of 'round-robin', 'least-request'; got "random"/);
+  rejects(t, { target, policy: 'random' }, 'ERR_INVALID_OPTION', /options.policy must be one of 'weighted-round-robin', 'round-robin', 'least-request'; got "random"/);
   rejects(t, { target, slowStartMs: -1 }, 'ERR_INVALID_OPTION', /options.slowStartMs must be a number of milliseconds, 0 or more/);
   rejects(t, { target, slowStartMs: Infinity }, 'ERR_INVALID_OPTION', /options.slowStartMs/);
   rejects(t, { target, panicThreshold: 1.5 }, 'ERR_INVALID_OPTION', /options.panicThreshold must be a fraction in \[0, 1\]; got 1.5/);
   rejects(t, { target, panicThreshold: Number.NaN }, 'ERR_INVALID_OPTION', /options.panicThreshold/);
-  t.like(defaultOptions, { policy: 'round-robin', slowStartMs: 10_000, panicThreshold: 0.5 });
-  for (const options of [{ policy: 'least-request' as const }, { slowStartMs: 0 }, { panicThreshold: 0 }, { panicThreshold: 1 }]) {
+  t.like(defaultOptions, { policy: 'weighted-round-robin', slowStartMs: 10_000, panicThreshold: 0.5 });
+  for (const options of [{ policy: 'least-request' as const }, { policy: 'round-robin' as const }, { slowStartMs: 0 }, { panicThreshold: 0 }, { panicThreshold: 1 }]) {
     t.notThrows(() => void createBalancer({ target, ...options }).close());
   }
 });
@@ -160,8 +160,9 @@ test('kubernetes: targets, chains, bootstrap and rebalanceWatches are validated'
   rejects(t, { target, bootstrap: { server: 'https://10.96.0.1', headers: { a: 1 } } }, 'ERR_INVALID_OPTION', /options.bootstrap.headers/);
   rejects(t, { target, bootstrap: { server: 'https://10.96.0.1', lastResort: 'no' } }, 'ERR_INVALID_OPTION', /options.bootstrap.lastResort must be a boolean/);
   rejects(t, { target, rebalanceWatches: { maxPerSecond: 0 } }, 'ERR_INVALID_OPTION', /options.rebalanceWatches.maxPerSecond must be a number above 0/);
-  rejects(t, { target, rebalanceWatches: true }, 'ERR_INVALID_OPTION', /options.rebalanceWatches must be \{ maxPerSecond \} or false/);
-  t.deepEqual(defaultOptions.rebalanceWatches, { maxPerSecond: 1 });
+  rejects(t, { target, rebalanceWatches: true }, 'ERR_INVALID_OPTION', /options.rebalanceWatches must be \{ maxPerSecond, graceMs \} or false/);
+  rejects(t, { target, rebalanceWatches: { graceMs: -1 } }, 'ERR_INVALID_OPTION', /options.rebalanceWatches.graceMs/);
+  t.deepEqual(defaultOptions.rebalanceWatches, { maxPerSecond: 1, graceMs: 60_000 });
   for (const options of [
     { rebalanceWatches: false as const },
     { rebalanceWatches: { maxPerSecond: 0.1 } },

@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
+import { REJECTION_BODY_BYTES } from '../health/rejections.ts';
 import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
 import type { HeldResponse } from './HoldBack.ts';
 import type { ProxyController } from './ProxyController.ts';
@@ -23,6 +24,8 @@ export interface AttemptOwner {
   attemptStarted(attempt: Attempt, controller: Controller, context: unknown): void;
   responded(attempt: Attempt): void;
   holdBack(attempt: Attempt, statusCode: number): boolean;
+  inspects(statusCode: number, headers: Headers): boolean;
+  inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean;
   commit(): void;
   holdUntilComplete(statusCode: number, headers: Headers, statusMessage: string | undefined): HeldResponse | undefined;
   release(held: HeldResponse): void;
@@ -34,6 +37,9 @@ export interface AttemptOwner {
   upgradeClosed(): void;
   completed(trailers: Headers): void;
 }
+
+/** An attempt's headers until it has a response: one object shared by all, read and never written. */
+const NO_HEADERS: Headers = Object.freeze({});
 
 /** One attempt on one endpoint: forwards to the caller unless its response is held back for a retry. */
 export class Attempt implements Handler {
@@ -47,11 +53,15 @@ export class Attempt implements Handler {
   /** Clock time it was sent (with hedging on), and whether its response headers came. */
   sentAt = 0;
   answered = false;
+  /** Clock time it was sent, for a timed request (load-aware picking); NaN otherwise. */
+  startedAt = NaN;
   #heldBack = false;
   /** The response being held until complete, while it is. */
   #held: HeldResponse | undefined;
+  /** A response read whole before the request decides whether it goes elsewhere (`BalancedRequest.inspects`). */
+  #inspected: Inspected | undefined;
   #statusCode = 0;
-  #headers: Headers = {};
+  #headers: Headers = NO_HEADERS;
   #body = '';
   #settled = false;
 
@@ -109,6 +119,10 @@ export class Attempt implements Handler {
       request.responded(this);
       this.#statusCode = statusCode;
       this.#headers = headers;
+      if (request.inspects(statusCode, headers)) {
+        this.#inspected = { statusCode, headers, statusMessage, chunks: [], bytes: 0 };
+        return;
+      }
       if (request.holdBack(this, statusCode)) {
         this.#heldBack = true;
         return;
@@ -122,8 +136,10 @@ export class Attempt implements Handler {
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
-    // Kept to tell a shutting-down apiserver's 429 from a throttling one, whether or not it is retried.
-    if (this.#statusCode === 429 && this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
+    // Kept to read what a rejection says (a shutdown, a lagging watch cache), whether or not it is retried.
+    if ((this.#statusCode === 429 || this.#statusCode >= 500) && this.#body.length < REJECTION_BODY_BYTES) {
+      this.#body += chunk.toString('latin1', 0, REJECTION_BODY_BYTES - this.#body.length);
+    }
     if (this.#heldBack || this.#moved) return;
     const held = this.#held;
     if (held) {
@@ -132,6 +148,14 @@ export class Attempt implements Handler {
       this.#held = undefined;
       return this.#request.release(held);
     }
+    const inspected = this.#inspected;
+    if (inspected) {
+      inspected.chunks.push(Buffer.from(chunk));
+      inspected.bytes += chunk.length;
+      // Larger than any rejection: it is an answer, and streams on to the caller from here.
+      if (inspected.bytes > REJECTION_BODY_BYTES) this.#release();
+      return;
+    }
     if (!this.#request.finished) this.#request.forward(chunk);
   }
 
@@ -139,17 +163,21 @@ export class Attempt implements Handler {
     const request = this.#request;
     if (this.#moved) return;
     this.#settle(this.#responseOutcome());
+    if (this.#inspected && request.inspected(this, this.#statusCode, this.#headers, this.#body)) this.#heldBack = true;
     if (this.#heldBack) return request.heldBackDone(this);
     if (this.#held) {
       request.release(this.#held);
       this.#held = undefined;
     }
+    if (this.#inspected) this.#release();
     if (request.finished) return;
     request.completed(trailers);
   }
 
   onResponseError(_controller: Controller | null, error: Error): void {
     if (this.#moved) return;
+    // An inspected response that broke is an attempt that failed: what it said was not all said.
+    this.#inspected = undefined;
     if (this.#heldBack) {
       // The held-back response broke while being read; it was rejected anyway.
       this.#settle(this.#responseOutcome());
@@ -174,6 +202,17 @@ export class Attempt implements Handler {
     this.#request.downstream.onResponseStarted?.();
   }
 
+  /** Passes an inspected response on to the caller as it came: its start, then what was read of its body. */
+  #release(): void {
+    const inspected = this.#inspected!;
+    const request = this.#request;
+    this.#inspected = undefined;
+    request.commit();
+    if (request.finished) return;
+    request.downstream.onResponseStart?.(request.proxy, inspected.statusCode, inspected.headers, inspected.statusMessage);
+    for (const chunk of inspected.chunks) if (!request.finished) request.forward(chunk);
+  }
+
   #responseOutcome(): AttemptOutcome {
     return { type: 'response', statusCode: this.#statusCode, headers: this.#headers, body: this.#body, eviction: this.#request.eviction };
   }
@@ -182,7 +221,15 @@ export class Attempt implements Handler {
     if (this.#settled) return;
     this.#settled = true;
     if (this.#holdsBudget) this.#request.host.budget.release();
-    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome);
+    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome, this.startedAt);
     this.#request.attemptSettled(this);
   }
+}
+
+interface Inspected {
+  statusCode: number;
+  headers: Headers;
+  statusMessage: string | undefined;
+  chunks: Buffer[];
+  bytes: number;
 }

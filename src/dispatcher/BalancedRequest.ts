@@ -1,19 +1,21 @@
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
+import { isPointRead } from '../balancer/load/isPointRead.ts';
 import { BalancerError } from '../errors.ts';
 import type { FailureKind, RetryReason } from '../health/outcome.ts';
+import { isShutdown503, mayBeShutdown503 } from '../health/rejections.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
+import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { framerFor } from './framing/framerFor.ts';
 import type { WatchFramer } from './framing/WatchFramer.ts';
 import type { Hedgeable } from './Hedge.ts';
 import { HeldResponse, fitsHold } from './HoldBack.ts';
-import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
 import type { Route } from '../net/tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
 import type { DescribedRequest, RequestHost } from './RequestHost.ts';
-import { isEviction, isIdempotent, notSent } from './retrySafety.ts';
+import { isEviction, isIdempotent, notSent, takesThrottledRetry } from './retrySafety.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;
 type Handler = Dispatcher.DispatchHandler;
@@ -30,8 +32,11 @@ interface Reservation {
  * twice, and only where the design's retry-safety table allows:
  * - nothing sent (connect or TLS failure, reset before the request started, a stream an HTTP/2
  *   GOAWAY or REFUSED_STREAM says was not processed): any method;
- * - 429 from API Priority and Fairness or a shutting-down apiserver: any method (the apiserver
- *   rejected the request before running it) — except the Eviction API, whose 429 is an answer;
+ * - 429 from API Priority and Fairness or a shutting-down apiserver, and the default shutdown's 503
+ *   "apiserver is shutting down" (`isShutdown503`, told by its body, which is read whole first when
+ *   the method may not be repeated): any method (the apiserver rejected the request before running
+ *   it) — except the Eviction API, whose 429 is an answer; a throttled request only to an endpoint
+ *   that is not resting or draining itself;
  * - reset after the request was written, 5xx, request timeout: GET and HEAD only; for a short GET
  *   or HEAD that includes a connection broken mid-response, as its response is held back until
  *   complete (up to `maxHeldResponse` bytes).
@@ -54,6 +59,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   /** A watch (`watch=true` or a `/watch/` path): its stream can end cleanly at an event boundary. */
   readonly watch: boolean;
   readonly eviction: boolean;
+  /** A short GET of one object: its latency measures the endpoint's load (see `isPointRead`). */
+  readonly timed: boolean;
   readonly #opts: DispatchOptions;
   readonly #route: Route;
   readonly #idempotent: boolean;
@@ -88,6 +95,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const method = opts.method;
     this.#idempotent = isIdempotent(method);
     this.eviction = isEviction(method, opts.path);
+    this.timed = !longRunning && isPointRead(method, opts.path);
     this.#opts = opts;
     this.proxy = new ProxyController(this);
     host.budget.requests++;
@@ -163,7 +171,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const attempt = new Attempt(this, endpoint, retry);
     this.#attempt = attempt;
     if (this.host.hedging) attempt.sentAt = this.host.hedging.now();
-    this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
+    attempt.startedAt = this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);
     } catch (error) {
@@ -178,14 +186,14 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #reserveRetry(attempt: Attempt, reason: RetryReason): boolean {
     if (this.proxy.aborted || this.finished || this.#attempts >= this.host.maxAttempts) return false;
     const nothingSent = notSent(reason, attempt.started);
-    const rejectedBeforeRunning = reason === 'throttled' && !this.eviction;
+    const rejectedBeforeRunning = (reason === 'throttled' && !this.eviction) || reason === 'shutdown';
     if (!nothingSent && !rejectedBeforeRunning && !this.#idempotent) return false;
     if (attempt.started && !this.#replayable) return false;
     // Every attempt before this one went through here too: the set holds each endpoint tried.
     const tried = (this.#tried ??= new Set());
     tried.add(attempt.endpoint);
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
-    if (!endpoint || !this.host.budget.tryAcquire()) return false;
+    if (!endpoint || (reason === 'throttled' && !takesThrottledRetry(endpoint)) || !this.host.budget.tryAcquire()) return false;
     this.#next = { endpoint, reason };
     return true;
   }
@@ -253,6 +261,19 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   release(held: HeldResponse): void {
     this.#committed = true;
     if (!this.finished) held.release(this.downstream, this.proxy);
+  }
+
+  /**
+   * Whether a response is read whole before anything of it reaches the caller: a 503 that may be the
+   * default shutdown's rejection, of a request that is not retried on any 5xx anyway.
+   */
+  inspects(statusCode: number, headers: Headers): boolean {
+    return !this.#idempotent && mayBeShutdown503(statusCode, headers);
+  }
+
+  /** An inspected response was read whole: true when it goes elsewhere, false when it is the answer. */
+  inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean {
+    return isShutdown503(statusCode, headers, body) && this.#reserveRetry(attempt, 'shutdown');
   }
 
   /** A held-back response was read to its end (or broke while being read). */
@@ -330,10 +351,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.downstream.onResponseEnd?.(this.proxy, trailers);
   }
 
-  /**
-   * Ends the request with an error. When retrying was allowed but every endpoint tried failed (or no
-   * other could take it), the error names each endpoint's cause.
-   */
+  /** Ends the request with an error; when retrying was allowed but failed everywhere, the error names each endpoint's cause. */
   #fail(error: Error, exhausted: boolean): void {
     if (this.finished) return;
     let reported = error;

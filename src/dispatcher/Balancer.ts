@@ -8,7 +8,7 @@ import { BalancerError } from '../errors.ts';
 import { HealthTracker, type ProbeResult } from '../health/HealthTracker.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
 import { OutcomeJudge } from '../health/OutcomeJudge.ts';
-import type { AttemptOutcome } from '../health/outcome.ts';
+import { measuresServing, type AttemptOutcome } from '../health/outcome.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { ProbeSender } from '../health/sendProbe.ts';
 import { withHost } from '../net/headers.ts';
@@ -124,7 +124,7 @@ export class Balancer extends undici.Dispatcher {
     }
     const rebalance = this.#options.rebalanceWatches;
     if (rebalance) {
-      this.#rebalancer = new WatchRebalancer(this.#set, clock, rebalance.maxPerSecond, (from, to) =>
+      this.#rebalancer = new WatchRebalancer(this.#set, clock, rebalance, (from, to) =>
         this.#emit('rebalance', { from: from.info(), to: to.info() }),
       );
     }
@@ -275,7 +275,8 @@ export class Balancer extends undici.Dispatcher {
           if (probation) this.#health.releaseProbation(probation);
         }
         if (exclude) return this.#set.pick({ longRunning, exclude });
-        return this.#set.pick(longRunning ? PICK_LONG_RUNNING : PICK_SHORT);
+        if (longRunning) return rebalancer?.claim() ?? this.#set.pick(PICK_LONG_RUNNING);
+        return this.#set.pick(PICK_SHORT);
       },
       send: (endpoint, route, opts, handler) => this.#pools.get(endpoint, route).dispatch(opts, handler),
       attemptStarted: (endpoint, longRunning, request, attempt) => {
@@ -285,12 +286,14 @@ export class Balancer extends undici.Dispatcher {
         endpoint.inFlight++;
         endpoint.requests++;
         if (longRunning) endpoint.streams++;
+        return request instanceof BalancedRequest && request.timed ? this.#set.timedStart(endpoint) : NaN;
       },
-      attemptEnded: (endpoint, longRunning, outcome) => {
+      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => {
         endpoint.inFlight--;
         if (longRunning) endpoint.streams--;
         endpoint.outcomes[outcomeIndex(outcome)]!++;
         this.#judge.judge(endpoint, outcome);
+        if (!longRunning) this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome));
       },
       retrying: (from, to, reason, attempt, request) => {
         if (retryChannel.hasSubscribers) {

@@ -26,6 +26,9 @@ export class Origins {
   readonly #known = new Map<string, KnownOrigin>();
   readonly #routes = new Map<string, Route>();
   readonly #legacyRoutes = new Map<string, Route>();
+  /** The last origin asked for: a client mostly asks for one, and hashing its string per request costs. */
+  #lastKey: string | undefined;
+  #last: KnownOrigin | undefined;
 
   constructor(only: URL | undefined, tls: TlsState) {
     this.#only = only?.origin;
@@ -40,6 +43,7 @@ export class Origins {
     if (origin === undefined || origin === null || origin === '') {
       throw new BalancerError('ERR_INVALID_OPTION', 'the request has no origin: call the balancer with an absolute URL');
     }
+    if (origin === this.#lastKey) return this.#last as KnownOrigin;
     const key = typeof origin === 'string' ? origin : origin.origin;
     let known = this.#known.get(key);
     if (!known) {
@@ -47,6 +51,10 @@ export class Origins {
       known = { url, balanced: this.balances(url), route: undefined, legacyRoute: undefined };
       if (this.#known.size >= MAX_ORIGINS) this.#known.clear();
       this.#known.set(key, known);
+    }
+    if (typeof origin === 'string') {
+      this.#lastKey = origin;
+      this.#last = known;
     }
     return known;
   }
@@ -67,5 +75,7 @@ export class Origins {
     this.#routes.clear();
     this.#legacyRoutes.clear();
     this.#known.clear();
+    this.#lastKey = undefined;
+    this.#last = undefined;
   }
 }

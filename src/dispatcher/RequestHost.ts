@@ -31,9 +31,10 @@ export interface RequestHost {
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
   send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
-  /** The `attempt`-th attempt of `request` goes to `endpoint`. */
-  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): void;
-  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void;
+  /** The `attempt`-th attempt of `request` goes to `endpoint`; returns its clock time if it is a timed BalancedRequest, else NaN. */
+  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): number;
+  /** `startedAt`: what `attemptStarted` returned, for the latency of a timed request. */
+  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome, startedAt?: number): void;
   retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number, request: DescribedRequest): void;
   noEndpoints(): BalancerError;
   /** A watch's response reached the caller; until `watchClosed` it may be moved (watch rebalancing). */

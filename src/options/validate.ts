@@ -39,7 +39,7 @@ export interface ResolvedOptions {
   slowStartMs: number;
   panicThreshold: number;
   logger: Logger | undefined;
-  rebalanceWatches: { maxPerSecond: number } | false;
+  rebalanceWatches: { maxPerSecond: number; graceMs: number } | false;
   maxEndpoints: number;
   hedge: { minDelayMs: number; maxDelayMs: number; percentile: number } | false;
 }
@@ -87,10 +87,10 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
 function validateRebalance(rebalance: BalancerOptions['rebalanceWatches']): ResolvedOptions['rebalanceWatches'] {
   if (rebalance === false) return false;
   if (rebalance === undefined) return { ...defaultOptions.rebalanceWatches };
-  if (typeof rebalance !== 'object' || rebalance === null) throw invalidOption('rebalanceWatches', rebalance, 'must be { maxPerSecond } or false');
+  if (typeof rebalance !== 'object' || rebalance === null) throw invalidOption('rebalanceWatches', rebalance, 'must be { maxPerSecond, graceMs } or false');
   const rate = rebalance.maxPerSecond ?? defaultOptions.rebalanceWatches.maxPerSecond;
   if (typeof rate !== 'number' || !(rate > 0 && rate <= 1000)) throw invalidOption('rebalanceWatches.maxPerSecond', rate, 'must be a number above 0, at most 1000');
-  return { maxPerSecond: rate };
+  return { maxPerSecond: rate, graceMs: nonNegativeMs('rebalanceWatches.graceMs', rebalance.graceMs ?? defaultOptions.rebalanceWatches.graceMs) };
 }
 
 function validateHedge(hedge: BalancerOptions['hedge']): ResolvedOptions['hedge'] {
@@ -127,7 +127,7 @@ function validateHeaders(field: string, headers: unknown): void {
   }
 }
 
-const policies: readonly Policy[] = ['round-robin', 'least-request'];
+const policies: readonly Policy[] = ['weighted-round-robin', 'round-robin', 'least-request'];
 
 function validatePolicy(policy: unknown): Policy {
   if (!policies.includes(policy as Policy)) throw invalidOption('policy', policy, `must be one of ${policies.map((p) => `'${p}'`).join(', ')}`);

@@ -34,7 +34,7 @@ export interface DnsResolverOptions {
 const MIN_ROUND_INTERVAL = 1_000;
 /**
  * The least time between two rounds the TTLs ask for. Each answer is refreshed on its own schedule
- * (never sooner than 75 % of `minTtl` after it was fetched), so this only guards against a tight loop.
+ * (never sooner than 88 % of `minTtl` after it was fetched), so this only guards against a tight loop.
  */
 const MIN_TIMER_GAP = 250;
 

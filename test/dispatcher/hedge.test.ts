@@ -50,7 +50,7 @@ function setUp() {
         handler.onResponseEnd?.(controller, {});
       });
     },
-    attemptStarted: () => {},
+    attemptStarted: () => NaN,
     // As the balancer's judge does: successes earn retry credit.
     attemptEnded: (_e, _long, outcome) => void (outcome.type === 'response' && budget.earn(clock.now())),
     retrying: () => {},
