@@ -2,7 +2,8 @@
 // the client's CPU time (process.cpuUsage) is the client's alone.
 // argv: <host> <h2|h1> [port] [slots] [serviceMs]. Prints the port on stdout once listening.
 // `GET /__count` answers the number of requests served since the last such call (and resets it),
-// so benchmarks can see the spread.
+// so benchmarks can see the spread. `?size=N` answers a JSON body of about N bytes instead of the
+// small ConfigMap.
 // With `slots` > 0 it is capacity-bound like an apiserver under API Priority and Fairness: at most
 // `slots` requests are served at once, each takes `serviceMs`, the rest wait in order.
 // Messages from the parent: `{ serviceMs }` changes the service time; `{ drain: true }` starts a
@@ -31,16 +32,16 @@ interface Res {
 }
 type Req = { url?: string; httpVersionMajor?: number; stream?: { session?: { goaway(): void } } };
 
-const answer = (res: Res): void => {
+const answer = (res: Res, size: number): void => {
   res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(body);
+  res.end(size > 0 ? sized(size) : body);
 };
 
 /** Holds a slot for `serviceMs`, then answers and lets the next waiting request in. */
-const serve = (res: Res): void => {
+const serve = (res: Res, size: number): void => {
   busy++;
   setTimeout(() => {
-    answer(res);
+    answer(res, size);
     busy--;
     waiting.shift()?.();
   }, serviceMs);
@@ -66,10 +67,20 @@ const handler = (req: Req, res: Res): void => {
     return;
   }
   served++;
-  if (slots <= 0) return answer(res);
-  if (busy < slots) serve(res);
-  else waiting.push(() => serve(res));
+  const size = Number(/[?&]size=(\d+)/.exec(req.url ?? '')?.[1] ?? 0);
+  if (slots <= 0) return answer(res, size);
+  if (busy < slots) serve(res, size);
+  else waiting.push(() => serve(res, size));
 };
+const bodies = new Map<number, string>();
+function sized(size: number): string {
+  let text = bodies.get(size);
+  if (!text) {
+    text = JSON.stringify({ kind: 'ConfigMap', apiVersion: 'v1', data: { text: 'x'.repeat(Math.max(0, size - 60)) } });
+    bodies.set(size, text);
+  }
+  return text;
+}
 const server =
   protocol === 'h1'
     ? https.createServer({ ...certs.apiserver, keepAliveTimeout: 60_000 }, handler as never)

@@ -133,6 +133,9 @@ export class KubeClient implements Transport {
     return {
       maxAttempts: defaultOptions.maxAttempts,
       maxReplayBytes: defaultOptions.maxBufferedBody,
+      maxHeldResponse: defaultOptions.maxHeldResponse,
+      // Off by default, as in the balancer.
+      hedging: undefined,
       budget: this.#budget,
       totals,
       pick: (longRunning, probationOk, exclude) => {

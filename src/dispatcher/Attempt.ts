@@ -4,6 +4,7 @@ import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
 import { REJECTION_BODY_BYTES } from '../health/rejections.ts';
 import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
+import type { HeldResponse } from './HoldBack.ts';
 import type { ProxyController } from './ProxyController.ts';
 import type { RequestHost } from './RequestHost.ts';
 
@@ -11,7 +12,7 @@ type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
-/** What an attempt reads of, and reports to, the caller's request it is part of (`BalancedRequest`). */
+/** What an attempt reports to, and reads of, the request it belongs to (a `BalancedRequest`). */
 export interface AttemptOwner {
   readonly host: RequestHost;
   readonly downstream: Handler;
@@ -21,12 +22,15 @@ export interface AttemptOwner {
   readonly eviction: boolean;
   readonly finished: boolean;
   attemptStarted(attempt: Attempt, controller: Controller, context: unknown): void;
+  responded(attempt: Attempt): void;
   holdBack(attempt: Attempt, statusCode: number): boolean;
   inspects(statusCode: number, headers: Headers): boolean;
   inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean;
   commit(): void;
+  holdUntilComplete(statusCode: number, headers: Headers, statusMessage: string | undefined): HeldResponse | undefined;
+  release(held: HeldResponse): void;
   heldBackDone(attempt: Attempt): void;
-  watchStarted(attempt: Attempt): void;
+  watchStarted(attempt: Attempt, contentType: string | string[] | undefined): void;
   attemptSettled(attempt: Attempt): void;
   forward(chunk: Buffer): void;
   attemptFailed(attempt: Attempt, error: Error, kind: FailureKind): void;
@@ -46,9 +50,14 @@ export class Attempt implements Handler {
   #controller: Controller | undefined;
   #moved = false;
   started = false;
-  /** Clock time it was sent, for a timed request; NaN otherwise. */
+  /** Clock time it was sent (with hedging on), and whether its response headers came. */
+  sentAt = 0;
+  answered = false;
+  /** Clock time it was sent, for a timed request (load-aware picking); NaN otherwise. */
   startedAt = NaN;
   #heldBack = false;
+  /** The response being held until complete, while it is. */
+  #held: HeldResponse | undefined;
   /** A response read whole before the request decides whether it goes elsewhere (`BalancedRequest.inspects`). */
   #inspected: Inspected | undefined;
   #statusCode = 0;
@@ -64,7 +73,19 @@ export class Attempt implements Handler {
 
   onRequestStart(controller: Controller, context: unknown): void {
     this.#controller = controller;
+    if (this.#moved) return controller.abort(new Error('kube-balancer: another attempt answered first'));
     this.#request.attemptStarted(this, controller, context);
+  }
+
+  get controller(): Controller | undefined {
+    return this.#controller;
+  }
+
+  /** Another attempt of the request answered first (or it ended): this one ends with no verdict. */
+  supersede(): void {
+    if (this.#settled) return;
+    this.moved();
+    this.abort(new Error('kube-balancer: another attempt answered first'));
   }
 
   /** The watch is being moved: it ends without a verdict on the endpoint's health. */
@@ -79,8 +100,10 @@ export class Attempt implements Handler {
 
   onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
     const request = this.#request;
+    request.responded(this);
     this.#statusCode = statusCode;
     request.holdBack(this, statusCode);
+    request.commit();
     // An upgraded socket (exec, attach, port-forward) is a stream until it closes.
     socket.once('close', () => {
       this.#settle({ type: 'response', statusCode, headers, body: '', eviction: false });
@@ -91,8 +114,9 @@ export class Attempt implements Handler {
 
   onResponseStart(_controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
     const request = this.#request;
-    if (request.finished) return;
+    if (request.finished || this.#moved) return;
     if (statusCode >= 200) {
+      request.responded(this);
       this.#statusCode = statusCode;
       this.#headers = headers;
       if (request.inspects(statusCode, headers)) {
@@ -103,7 +127,10 @@ export class Attempt implements Handler {
         this.#heldBack = true;
         return;
       }
-      if (request.watch && statusCode < 300) request.watchStarted(this);
+      this.#held = request.holdUntilComplete(statusCode, headers, statusMessage);
+      if (this.#held) return;
+      request.commit();
+      if (request.watch && statusCode < 300) request.watchStarted(this, headers['content-type']);
     }
     request.downstream.onResponseStart?.(request.proxy, statusCode, headers, statusMessage);
   }
@@ -113,7 +140,14 @@ export class Attempt implements Handler {
     if ((this.#statusCode === 429 || this.#statusCode >= 500) && this.#body.length < REJECTION_BODY_BYTES) {
       this.#body += chunk.toString('latin1', 0, REJECTION_BODY_BYTES - this.#body.length);
     }
-    if (this.#heldBack) return;
+    if (this.#heldBack || this.#moved) return;
+    const held = this.#held;
+    if (held) {
+      if (held.add(chunk)) return;
+      // Too large to hold: it streams from here on, and is no longer retried.
+      this.#held = undefined;
+      return this.#request.release(held);
+    }
     const inspected = this.#inspected;
     if (inspected) {
       inspected.chunks.push(Buffer.from(chunk));
@@ -127,9 +161,14 @@ export class Attempt implements Handler {
 
   onResponseEnd(_controller: Controller, trailers: Headers): void {
     const request = this.#request;
+    if (this.#moved) return;
     this.#settle(this.#responseOutcome());
     if (this.#inspected && request.inspected(this, this.#statusCode, this.#headers, this.#body)) this.#heldBack = true;
     if (this.#heldBack) return request.heldBackDone(this);
+    if (this.#held) {
+      request.release(this.#held);
+      this.#held = undefined;
+    }
     if (this.#inspected) this.#release();
     if (request.finished) return;
     request.completed(trailers);
@@ -144,6 +183,8 @@ export class Attempt implements Handler {
       this.#settle(this.#responseOutcome());
       return this.#request.heldBackDone(this);
     }
+    // A response still held broke before its end: the caller saw none of it, so it may be retried.
+    this.#held = undefined;
     const kind = this.#request.proxy.aborted ? 'aborted' : classifyError(error);
     this.#settle(kind === 'aborted' ? { type: 'aborted' } : { type: 'error', kind, error });
     this.#request.attemptFailed(this, error, kind);

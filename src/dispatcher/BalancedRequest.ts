@@ -7,6 +7,10 @@ import { isShutdown503, mayBeShutdown503 } from '../health/rejections.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
 import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { bufferBody, isReplayable } from './body.ts';
+import { framerFor } from './framing/framerFor.ts';
+import type { WatchFramer } from './framing/WatchFramer.ts';
+import type { Hedgeable } from './Hedge.ts';
+import { HeldResponse, fitsHold } from './HoldBack.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
 import type { Route } from '../net/tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
@@ -17,8 +21,6 @@ type DispatchOptions = Dispatcher.DispatchOptions;
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
-
-
 
 interface Reservation {
   endpoint: Endpoint;
@@ -37,16 +39,21 @@ interface Reservation {
  *   the method may not be repeated): any method (the apiserver rejected the request before running
  *   it) — except the Eviction API, whose 429 is an answer; a throttled request only to an endpoint
  *   that is not resting or draining itself;
- * - reset after the request was written, 5xx, request timeout: GET and HEAD only.
+ * - reset after the request was written, 5xx, request timeout: GET and HEAD only; for a short GET
+ *   or HEAD that includes a connection broken mid-response, as its response is held back until
+ *   complete (up to `maxHeldResponse` bytes).
  * A response that reached the caller is never retried, so a watch is never resumed mid-stream.
  *
- * A watch's event stream is passed on whole lines at a time, so that it can always end at an event
- * boundary: when its connection breaks (an apiserver crashed) or when it is moved to another
- * endpoint, the caller sees the watch end the way an apiserver ends one at its timeout, and its
- * informer re-watches from the last resourceVersion it saw. client-node's informer stops for good
- * on any error but 410 and timeouts; a clean end is the one outcome every client resumes from.
+ * A watch's event stream is passed on whole events at a time (framed by its content type: JSON
+ * lines, protobuf length-prefixed frames), so that it can always end at an event boundary: when its
+ * connection breaks (an apiserver crashed) or when it is moved to another endpoint, the caller sees
+ * the watch end the way an apiserver ends one at its timeout, and its informer re-watches from the
+ * last resourceVersion it saw. client-node's informer stops for good on any error but 410 and
+ * timeouts; a clean end is the one outcome every client resumes from. A watch of any other content
+ * type is passed through unchanged: with no boundary to end at, it is never moved, and a broken
+ * connection reaches the caller as the error it is.
  */
-export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest, AttemptOwner {
+export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest, Hedgeable, AttemptOwner {
   readonly host: RequestHost;
   readonly downstream: Handler;
   readonly proxy: ProxyController;
@@ -70,10 +77,13 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #next: Reservation | undefined;
   #started = false;
   #committed = false;
-  /** The attempt whose watch response is being passed on, once there is one. */
+  /** The latest attempt sent, and while a hedge races it, the attempt it races. */
+  #attempt: Attempt | undefined;
+  #rival: Attempt | undefined;
+  #hedged = false;
+  /** The attempt whose watch response is being passed on event by event, once there is one. */
   #watching: Attempt | undefined;
-  /** The part of the stream after its last newline, not yet passed on. */
-  #tail: Buffer | undefined;
+  #framer: WatchFramer | undefined;
   finished = false;
 
   /**
@@ -113,6 +123,47 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), undefined);
     if (!endpoint) return this.#fail(this.host.noEndpoints(), false);
     this.#send(endpoint, false);
+    if (this.#probationOk() && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
+  }
+
+  /** No response after the hedge delay: the same request goes to a second endpoint too, if the retry budget allows. */
+  hedge(): void {
+    const first = this.#attempt;
+    if (!first || first.answered || this.#hedged || this.#committed || this.#next || this.finished || this.proxy.aborted) return;
+    if (this.#attempts >= this.host.maxAttempts || (first.started && !this.#replayable)) return;
+    const hedging = this.host.hedging!;
+    const verdict = hedging.mayHedge(first.endpoint, first.sentAt);
+    // Its endpoint answered meanwhile (this was sent just before it went silent?): wait from then.
+    if (typeof verdict === 'number') return hedging.wait(this, verdict);
+    if (!verdict) return;
+    const tried = (this.#tried ??= new Set());
+    tried.add(first.endpoint);
+    const endpoint = this.host.pick(false, false, tried);
+    if (!endpoint || !this.host.budget.tryAcquire()) return;
+    this.#hedged = true;
+    this.#rival = first;
+    this.host.retrying(first.endpoint, endpoint, 'hedge', this.#attempts + 1, this);
+    this.#send(endpoint, true);
+  }
+
+  /**
+   * An attempt's response headers came. It wins a race with a hedge: the other attempt is aborted,
+   * with no verdict on its endpoint's health (only a hint of silence when the hedge won).
+   */
+  responded(attempt: Attempt): void {
+    attempt.answered = true;
+    const hedging = this.host.hedging;
+    if (!hedging || this.longRunning) return;
+    hedging.cancel(this);
+    hedging.answered(attempt.endpoint, hedging.now() - attempt.sentAt);
+    const rival = this.#rival;
+    if (!rival) return;
+    const loser = rival === attempt ? this.#attempt! : rival;
+    this.#rival = undefined;
+    this.#attempt = attempt;
+    if (loser === rival) hedging.lost(loser.endpoint);
+    loser.supersede();
+    if (attempt.controller) this.proxy.target = attempt.controller;
   }
 
   #probationOk(): boolean {
@@ -122,6 +173,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #send(endpoint: Endpoint, retry: boolean): void {
     this.#attempts++;
     const attempt = new Attempt(this, endpoint, retry);
+    this.#attempt = attempt;
+    if (this.host.hedging) attempt.sentAt = this.host.hedging.now();
     attempt.startedAt = this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);
@@ -200,9 +253,25 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   /** True when the response is held back because another endpoint will be tried instead. */
   holdBack(attempt: Attempt, statusCode: number): boolean {
     const reason: RetryReason | undefined = statusCode === 429 && !this.eviction ? 'throttled' : statusCode >= 500 ? '5xx' : undefined;
-    if (reason && this.#reserveRetry(attempt, reason)) return true;
+    return reason !== undefined && this.#reserveRetry(attempt, reason);
+  }
+
+  /** The response kept is this attempt's: from now on it reaches the caller and is never retried. */
+  commit(): void {
     this.#committed = true;
-    return false;
+  }
+
+  /** A response to hold until it is complete (a short GET/HEAD within the bound), or `undefined` to pass it on now. */
+  holdUntilComplete(statusCode: number, headers: Headers, statusMessage: string | undefined): HeldResponse | undefined {
+    const limit = this.host.maxHeldResponse;
+    if (!this.#idempotent || this.longRunning || !this.#replayable || !fitsHold(headers['content-length'], limit)) return undefined;
+    return new HeldResponse(statusCode, headers, statusMessage, limit);
+  }
+
+  /** Passes a held response on: its head and what arrived of its body. */
+  release(held: HeldResponse): void {
+    this.#committed = true;
+    if (!this.finished) held.release(this.downstream, this.proxy);
   }
 
   /**
@@ -218,18 +287,15 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     return isShutdown503(statusCode, headers, body) && this.#reserveRetry(attempt, 'shutdown');
   }
 
-  /** The response of the current attempt reaches the caller: nothing of this request is retried now. */
-  commit(): void {
-    this.#committed = true;
-  }
-
   /** A held-back response was read to its end (or broke while being read). */
   heldBackDone(attempt: Attempt): void {
     this.#retryReserved(attempt);
   }
 
-  /** A committed 2xx response of a watch: from now on it ends at event boundaries only. */
-  watchStarted(attempt: Attempt): void {
+  /** A committed 2xx response of a watch: from now on it ends at event boundaries only, if its type has them. */
+  watchStarted(attempt: Attempt, contentType: string | string[] | undefined): void {
+    this.#framer = framerFor(contentType);
+    if (!this.#framer) return;
     this.#watching = attempt;
     this.host.watchOpened?.(attempt.endpoint, this);
   }
@@ -238,23 +304,11 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     if (this.#watching === attempt) this.host.watchClosed?.(attempt.endpoint, this);
   }
 
-  /** Passes response data on; a watch's only up to its last complete line. */
+  /** Passes response data on; a watch's only up to its last complete event. */
   forward(chunk: Buffer): void {
-    if (this.#watching === undefined) {
-      this.downstream.onResponseData?.(this.proxy, chunk);
-      return;
-    }
-    const data = this.#tail ? Buffer.concat([this.#tail, chunk]) : chunk;
-    const cut = data.lastIndexOf(10);
-    if (cut === data.length - 1) {
-      this.#tail = undefined;
-      this.downstream.onResponseData?.(this.proxy, data);
-    } else if (cut < 0) {
-      this.#tail = data === chunk ? Buffer.from(chunk) : data;
-    } else {
-      this.#tail = Buffer.from(data.subarray(cut + 1));
-      this.downstream.onResponseData?.(this.proxy, data.subarray(0, cut + 1));
-    }
+    const framer = this.#framer;
+    const data = framer ? framer.push(chunk) : chunk;
+    if (data) this.downstream.onResponseData?.(this.proxy, data);
   }
 
   /** Ends the watch for the caller now, at the last event boundary, and drops its connection stream. */
@@ -268,13 +322,23 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   }
 
   #endAtBoundary(): void {
-    this.#tail = undefined;
+    this.#framer = undefined;
     this.#finish();
     this.downstream.onResponseEnd?.(this.proxy, {});
   }
 
   attemptFailed(attempt: Attempt, error: Error, kind: FailureKind): void {
     if (this.finished) return;
+    const rival = this.#rival;
+    if (rival && kind !== 'aborted' && !this.proxy.aborted) {
+      // One of two racing attempts failed: the other carries on alone.
+      (this.#causes ??= []).push({ endpoint: attempt.endpoint.key, error });
+      this.#rival = undefined;
+      const other = rival === attempt ? this.#attempt! : rival;
+      this.#attempt = other;
+      if (other.controller) this.proxy.target = other.controller;
+      return;
+    }
     // The connection under a watch broke: end it like a server would, so the caller re-watches.
     if (this.#watching === attempt && kind !== 'aborted' && !this.proxy.aborted) return this.#endAtBoundary();
     if (this.#committed || kind === 'aborted' || kind === 'other' || this.proxy.aborted) return this.#fail(error, false);
@@ -291,8 +355,8 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
 
   completed(trailers: Headers): void {
     // An apiserver ends a watch between events; whatever it sent is passed on unchanged.
-    const tail = this.#tail;
-    this.#tail = undefined;
+    const tail = this.#framer?.rest();
+    this.#framer = undefined;
     this.#finish();
     if (tail) this.downstream.onResponseData?.(this.proxy, tail);
     this.downstream.onResponseEnd?.(this.proxy, trailers);
@@ -315,6 +379,12 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #finish(): void {
     if (this.finished) return;
     this.finished = true;
+    this.host.hedging?.cancel(this);
+    if (this.#rival) {
+      this.#rival.supersede();
+      this.#attempt!.supersede();
+      this.#rival = undefined;
+    }
     this.host.budget.requests--;
     if (this.#next) {
       if (this.#next.budgeted) this.host.budget.release();

@@ -25,6 +25,7 @@ import { createResolver } from '../resolver/parseTarget.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
 import { BalancedRequest } from './BalancedRequest.ts';
 import { EndpointPools } from './EndpointPools.ts';
+import { Hedging } from './Hedge.ts';
 import { registerInternals, type BalancerInternals } from './internals.ts';
 import type { RequestHost } from './RequestHost.ts';
 import { Origins, type KnownOrigin } from './Origins.ts';
@@ -55,6 +56,7 @@ export class Balancer extends undici.Dispatcher {
   readonly #totals: Totals;
   readonly #host: RequestHost;
   readonly #rebalancer: WatchRebalancer | undefined;
+  readonly #hedging: Hedging | undefined;
   /** The origin probes are sent for: the balanced one, never a request's guess. */
   readonly #probeOrigin: URL;
   /** Our own event-loop lag: a timeout during our stall says nothing about the apiserver. */
@@ -125,6 +127,15 @@ export class Balancer extends undici.Dispatcher {
       this.#rebalancer = new WatchRebalancer(this.#set, clock, rebalance, (from, to) =>
         this.#emit('rebalance', { from: from.info(), to: to.info() }),
       );
+    }
+    const hedge = this.#options.hedge;
+    if (hedge) {
+      // The hedges that won were read while nothing came from there: only a stall of ours as long
+      // as half the silence could have hidden an answer.
+      const hedging = new Hedging(hedge, clock, (endpoint) => {
+        if (this.#judge.conclusiveTimeout(endpoint, hedging.silenceMs, 2 * hedging.silenceMs)) this.#health.silent(endpoint);
+      });
+      this.#hedging = hedging;
     }
     this.#host = this.#requestHost();
     if (this.#options.logger) attachLogger(this, this.#options.logger);
@@ -210,6 +221,7 @@ export class Balancer extends undici.Dispatcher {
     if (!this.#closed) {
       this.#closed = true;
       this.#rebalancer?.close();
+      this.#hedging?.close();
       this.#prober?.close();
       this.#health.close();
       this.#lag.close();
@@ -226,8 +238,11 @@ export class Balancer extends undici.Dispatcher {
   #dispatchBalanced(opts: DispatchOptions, origin: KnownOrigin, handler: DispatchHandler, legacy: boolean): void {
     if (this.#closed) return reportError(handler, closedError());
     // undici 8 never runs a legacy (v1) handler over HTTP/2: its route's pool is HTTP/1.1-only (a
-    // Pool ignores a request's `allowH2`; only the passthrough Agent reads it).
-    const route = legacy ? (origin.legacyRoute ??= this.#origins.route(origin.url, true)) : (origin.route ??= this.#origins.route(origin.url, false));
+    // Pool ignores a request's `allowH2`; only the passthrough Agent reads it). Upgrades (exec,
+    // attach, port-forward) take it too: kube-apiserver upgrades HTTP/1.1 only, and undici refuses
+    // a custom upgrade over HTTP/2 or tries a WebSocket as an extended CONNECT no apiserver accepts.
+    const http1 = legacy || (opts.upgrade !== undefined && opts.upgrade !== null);
+    const route = http1 ? (origin.legacyRoute ??= this.#origins.route(origin.url, true)) : (origin.route ??= this.#origins.route(origin.url, false));
     const kind = classify(opts.method, opts.path, opts.upgrade, opts.query);
     const longRunning = kind !== 'short';
     const watch = kind === 'watch';
@@ -247,8 +262,10 @@ export class Balancer extends undici.Dispatcher {
     return {
       maxAttempts: options.maxAttempts,
       maxReplayBytes: options.maxBufferedBody,
+      maxHeldResponse: options.maxHeldResponse,
       budget: this.#budget,
       totals: this.#totals,
+      hedging: this.#hedging,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;
         if (probationOk) {

@@ -5,6 +5,7 @@ import type { AttemptOutcome, RetryReason } from '../health/outcome.ts';
 import type { Route } from '../net/tls.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
+import type { Hedging } from './Hedge.ts';
 import type { RetryBudget } from './RetryBudget.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
 
@@ -20,8 +21,12 @@ export interface DescribedRequest {
 export interface RequestHost {
   readonly maxAttempts: number;
   readonly maxReplayBytes: number;
+  /** Bytes of a short GET/HEAD response held until it is complete, so a break before its end is retried; 0: none. */
+  readonly maxHeldResponse: number;
   readonly budget: RetryBudget;
   readonly totals: Totals;
+  /** Hedged requests (short GET/HEAD), unless turned off. */
+  readonly hedging: Hedging | undefined;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */

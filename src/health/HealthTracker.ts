@@ -88,6 +88,16 @@ export class HealthTracker {
     if (reason === 'unreachable') this.#listener.unreachable(endpoint);
   }
 
+  /**
+   * Hedges keep winning against the endpoint and it has answered nothing for a while: most likely
+   * a black hole. No new requests go there; those running there are left alone (their hedges, a
+   * probe or an HTTP/2 PING settle them), so a merely stalled apiserver loses none.
+   */
+  silent(endpoint: Endpoint): void {
+    if (endpoint.removed || (endpoint.state !== 'ready' && endpoint.state !== 'probing')) return;
+    this.#eject(endpoint, this.#of(endpoint), 'unreachable');
+  }
+
   /** A 5xx, a broken connection or a request timeout. */
   serverError(endpoint: Endpoint): void {
     if (endpoint.removed) return;

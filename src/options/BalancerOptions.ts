@@ -124,6 +124,15 @@ export interface BalancerOptions {
    * memory so it can be sent again after a 429 or a refused connection. Default 4 MiB.
    */
   maxBufferedBody?: number;
+  /**
+   * Bytes of a GET or HEAD response (not a watch or other long-running request) held back until
+   * the response is complete, so that a connection broken before its end (an apiserver that died
+   * mid-response) is retried on another endpoint instead of failing; a response larger than this
+   * (by `Content-Length`, or once it grows past it) streams as it arrives and is not retried. Costs
+   * its time to first byte (the whole body instead of the first chunk) and, at worst, this many
+   * bytes per GET in flight. `0` turns it off. Default 1 MiB.
+   */
+  maxHeldResponse?: number;
   /** Consecutive 5xx (or request timeouts) that eject an endpoint. Default 5. */
   consecutive5xx?: number;
   /** Ejection time after the first failure; doubles per ejection in a row, with ±20 % jitter. Default 1000. */
@@ -190,6 +199,15 @@ export interface BalancerOptions {
    * pool each. An integer from 1 to 10000. Default 100.
    */
   maxEndpoints?: number;
+  /**
+   * Hedged requests: a GET or HEAD (not long-running) with no response headers after the
+   * `percentile` (default 99) of recent times to first byte, within `minDelayMs` (default 50) and
+   * `maxDelayMs` (default 250), while its endpoint has answered nothing since it was sent, is sent
+   * to a second endpoint too; the first response wins. Hedges are earned (2 per 100 answered
+   * GETs) and spend the retry budget. Default `false` (off) while its end-to-end behaviour under a
+   * black hole is still being measured; `{}` turns it on with the defaults.
+   */
+  hedge?: { minDelayMs?: number; maxDelayMs?: number; percentile?: number } | false;
 }
 
 export interface ProbeOptions {
@@ -214,6 +232,7 @@ export const defaultOptions = {
   maxAttempts: 3,
   retryBudget: { percent: 20, min: 3 },
   maxBufferedBody: 4 * 1024 * 1024,
+  maxHeldResponse: 1024 * 1024,
   consecutive5xx: 5,
   baseEjectionMs: 1_000,
   maxEjectionMs: 30_000,
@@ -225,4 +244,8 @@ export const defaultOptions = {
   dns: dnsCacheDefaults,
   rebalanceWatches: { maxPerSecond: 1, graceMs: 60_000 },
   maxEndpoints: 100,
+  hedge: false,
 } as const;
+
+/** What `hedge: {}` means. */
+export const hedgeDefaults = { minDelayMs: 50, maxDelayMs: 250, percentile: 99 } as const;

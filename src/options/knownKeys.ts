@@ -11,6 +11,7 @@ const top = {
   pingInterval: true, requestTimeout: true, maxAttempts: true, retryBudget: true, maxBufferedBody: true,
   consecutive5xx: true, baseEjectionMs: true, maxEjectionMs: true, maxEjectionPercent: true, probe: true, dns: true,
   clock: true, policy: true, slowStartMs: true, panicThreshold: true, logger: true, rebalanceWatches: true, maxEndpoints: true,
+  maxHeldResponse: true, hedge: true,
 } satisfies Keys<BalancerOptions>;
 const tls = { ca: true, cert: true, key: true, servername: true, rejectUnauthorized: true } satisfies Keys<TlsOptions>;
 const dns = { servers: true, timeout: true, attempts: true, minTtl: true, maxTtl: true, maxStale: true } satisfies Keys<DnsOptions>;
@@ -18,6 +19,7 @@ const probe = { path: true, intervalMs: true, timeoutMs: true, headers: true } s
 const bootstrap = { server: true, headers: true, lastResort: true } satisfies Keys<BootstrapOptions>;
 const retryBudget = { percent: true, min: true } satisfies Keys<NonNullable<BalancerOptions['retryBudget']>>;
 const rebalanceWatches = { maxPerSecond: true, graceMs: true } satisfies Keys<Exclude<BalancerOptions['rebalanceWatches'], false | undefined>>;
+const hedge = { minDelayMs: true, maxDelayMs: true, percentile: true } satisfies Keys<Exclude<BalancerOptions['hedge'], false | undefined>>;
 
 /** The known keys of each nested option object, by its path (`''` is the options object itself). */
 export const knownKeys: Readonly<Record<string, readonly string[]>> = {
@@ -28,6 +30,7 @@ export const knownKeys: Readonly<Record<string, readonly string[]>> = {
   bootstrap: Object.keys(bootstrap),
   retryBudget: Object.keys(retryBudget),
   rebalanceWatches: Object.keys(rebalanceWatches),
+  hedge: Object.keys(hedge),
 };
 
 /**

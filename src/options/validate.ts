@@ -9,7 +9,7 @@ import type { Pem, ResolvedTls, TlsOptions } from '../net/tls.ts';
 import { isLogger, type Logger } from '../observability/logger.ts';
 import type { ResolvedBootstrap, ResolverContext, Target } from '../resolver/parseTarget.ts';
 import { knownKeys, rejectUnknownKeys } from './knownKeys.ts';
-import { defaultOptions, type BalancerOptions, type BootstrapOptions, type DnsOptions, type ProbeOptions, type UndiciModule } from './BalancerOptions.ts';
+import { defaultOptions, hedgeDefaults, type BalancerOptions, type BootstrapOptions, type DnsOptions, type ProbeOptions, type UndiciModule } from './BalancerOptions.ts';
 
 /**
  * Options after validation, with defaults applied: plain data. The balancer builds what they
@@ -31,6 +31,7 @@ export interface ResolvedOptions {
   maxAttempts: number;
   retryBudget: { percent: number; min: number };
   maxBufferedBody: number;
+  maxHeldResponse: number;
   consecutive5xx: number;
   baseEjectionMs: number;
   maxEjectionMs: number;
@@ -43,6 +44,7 @@ export interface ResolvedOptions {
   logger: Logger | undefined;
   rebalanceWatches: { maxPerSecond: number; graceMs: number } | false;
   maxEndpoints: number;
+  hedge: { minDelayMs: number; maxDelayMs: number; percentile: number } | false;
 }
 
 /** Validates everything up front so a bad option fails at construction, naming the field. */
@@ -70,6 +72,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     maxAttempts: integerIn('maxAttempts', options.maxAttempts ?? defaultOptions.maxAttempts, 1, 10),
     retryBudget: validateRetryBudget(options.retryBudget),
     maxBufferedBody: integerIn('maxBufferedBody', options.maxBufferedBody ?? defaultOptions.maxBufferedBody, 0, 2 ** 30),
+    maxHeldResponse: integerIn('maxHeldResponse', options.maxHeldResponse ?? defaultOptions.maxHeldResponse, 0, 2 ** 30),
     consecutive5xx: integerIn('consecutive5xx', options.consecutive5xx ?? defaultOptions.consecutive5xx, 1, 1000),
     baseEjectionMs: positiveMs('baseEjectionMs', options.baseEjectionMs ?? defaultOptions.baseEjectionMs),
     maxEjectionMs: positiveMs('maxEjectionMs', options.maxEjectionMs ?? defaultOptions.maxEjectionMs),
@@ -81,6 +84,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     panicThreshold: fraction('panicThreshold', options.panicThreshold ?? defaultOptions.panicThreshold),
     logger: validateLogger(options.logger),
     rebalanceWatches: validateRebalance(options.rebalanceWatches),
+    hedge: validateHedge(options.hedge),
     maxEndpoints: integerIn('maxEndpoints', options.maxEndpoints ?? defaultOptions.maxEndpoints, 1, 10_000),
   };
 }
@@ -109,6 +113,19 @@ function validateRebalance(rebalance: BalancerOptions['rebalanceWatches']): Reso
   const rate = rebalance.maxPerSecond ?? defaultOptions.rebalanceWatches.maxPerSecond;
   if (typeof rate !== 'number' || !(rate > 0 && rate <= 1000)) throw invalidOption('rebalanceWatches.maxPerSecond', rate, 'must be a number above 0, at most 1000');
   return { maxPerSecond: rate, graceMs: nonNegativeMs('rebalanceWatches.graceMs', rebalance.graceMs ?? defaultOptions.rebalanceWatches.graceMs) };
+}
+
+function validateHedge(hedge: BalancerOptions['hedge']): ResolvedOptions['hedge'] {
+  if (hedge === false || hedge === undefined) return false;
+  if (typeof hedge !== 'object' || hedge === null) throw invalidOption('hedge', hedge, 'must be { minDelayMs, maxDelayMs, percentile } or false');
+  rejectUnknownKeys('hedge', hedge, knownKeys['hedge']!);
+  const d = hedgeDefaults;
+  const minDelayMs = positiveMs('hedge.minDelayMs', hedge.minDelayMs ?? d.minDelayMs);
+  const maxDelayMs = positiveMs('hedge.maxDelayMs', hedge.maxDelayMs ?? Math.max(d.maxDelayMs, minDelayMs));
+  if (maxDelayMs < minDelayMs) throw invalidOption('hedge.maxDelayMs', maxDelayMs, 'must be at least hedge.minDelayMs');
+  const percentile = hedge.percentile ?? d.percentile;
+  if (typeof percentile !== 'number' || !(percentile >= 50 && percentile <= 99.9)) throw invalidOption('hedge.percentile', percentile, 'must be a number in [50, 99.9]');
+  return { minDelayMs, maxDelayMs, percentile };
 }
 
 function validateBootstrap(bootstrap: BootstrapOptions | undefined): ResolvedBootstrap | undefined {

@@ -89,7 +89,7 @@ test('in-flight and open streams are read at scrape time', async (t) => {
   const servers = await startServers(['127.0.0.2'], {
     handler: (_req, res) => void held.then(() => sendJson(res, 200, {})),
   });
-  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false });
   const registry = new Registry();
   registerMetrics(balancer, registry);
   try {

@@ -18,6 +18,8 @@ const msOptions: Array<[string, (ms: number) => Partial<BalancerOptions>]> = [
   ['dns.maxTtl', (ms) => ({ dns: { maxTtl: ms } })],
   ['dns.maxStale', (ms) => ({ dns: { maxStale: ms } })],
   ['rebalanceWatches.graceMs', (ms) => ({ rebalanceWatches: { graceMs: ms } })],
+  ['hedge.minDelayMs', (ms) => ({ hedge: { minDelayMs: ms, maxDelayMs: ms } })],
+  ['hedge.maxDelayMs', (ms) => ({ hedge: { maxDelayMs: ms } })],
 ];
 
 const target = 'static:///127.0.0.1:6443';
