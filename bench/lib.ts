@@ -9,6 +9,11 @@ export interface RunResult {
   rps: number;
   p50Us: number;
   p99Us: number;
+  /**
+   * This process's CPU time (user + system, `process.cpuUsage`) per request, µs. With the server in
+   * another process it is the client's own cost, and on a shared machine far steadier than `rps`.
+   */
+  cpuUs: number;
 }
 
 /**
@@ -23,6 +28,9 @@ export async function measure(
   const end = warmupEnd + ms;
   const latencies: number[] = [];
   let count = 0;
+  let cpuStart: NodeJS.CpuUsage | undefined;
+  /** Requests completed between the start of the CPU measurement and its end (warm-up excluded). */
+  let cpuCount = 0;
   const worker = async (): Promise<void> => {
     for (;;) {
       const start = performance.now();
@@ -33,12 +41,16 @@ export async function measure(
         count++;
         latencies.push(done - start);
       }
+      if (cpuStart === undefined && done >= warmupEnd) cpuStart = process.cpuUsage();
+      else if (cpuStart !== undefined) cpuCount++;
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
+  const cpu = process.cpuUsage(cpuStart);
   latencies.sort((a, b) => a - b);
   const pct = (p: number): number => Math.round(percentile(latencies, p) * 1000);
-  return { requests: count, seconds: ms / 1000, rps: Math.round(count / (ms / 1000)), p50Us: pct(0.5), p99Us: pct(0.99) };
+  const cpuUs = Math.round(((cpu.user + cpu.system) / Math.max(1, cpuCount)) * 100) / 100;
+  return { requests: count, seconds: ms / 1000, rps: Math.round(count / (ms / 1000)), p50Us: pct(0.5), p99Us: pct(0.99), cpuUs };
 }
 
 /**
@@ -56,12 +68,15 @@ export async function compare(
     for (const [name, send] of entries) runs[name]!.push(await measure(send, { concurrency, ms }));
   }
   const names = entries.map(([name]) => name);
-  const mid = (name: string, key: 'rps' | 'p50Us' | 'p99Us'): number => median(runs[name]!.map((r) => r[key]));
+  const mid = (name: string, key: 'rps' | 'p50Us' | 'p99Us' | 'cpuUs'): number => median(runs[name]!.map((r) => r[key]));
   const [base = '', other = ''] = names;
   return {
     row: {
       ...Object.fromEntries(names.map((n) => [`${n} ${unit}`, mid(n, 'rps')])),
       ratio: Number((mid(other, 'rps') / mid(base, 'rps')).toFixed(3)),
+      ...Object.fromEntries(names.map((n) => [`${n} CPU µs/req`, mid(n, 'cpuUs')])),
+      // The second's CPU per request over the first's: the steadier overhead figure.
+      'CPU ratio': Number((mid(other, 'cpuUs') / mid(base, 'cpuUs')).toFixed(3)),
       ...Object.fromEntries(names.map((n) => [`${n} p50 µs`, mid(n, 'p50Us')])),
       ...Object.fromEntries(names.map((n) => [`${n} p99 µs`, mid(n, 'p99Us')])),
     },
@@ -80,15 +95,35 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
-/** Starts bench/server.ts in a child process and returns its port and a stop function. */
-export async function startServerProcess(host: string, protocol: 'h1' | 'h2'): Promise<{ port: number; stop: () => Promise<void> }> {
-  const child: ChildProcess = fork(join(import.meta.dirname, 'server.ts'), [host, protocol], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+export interface ServerProcess {
+  port: number;
+  child: ChildProcess;
+  /** Sends a control message (`{ serviceMs }`, `{ drain: true }`; see bench/server.ts). */
+  send: (message: object) => void;
+  stop: () => Promise<void>;
+}
+
+/**
+ * Starts bench/server.ts in a child process and returns its port and a stop function. `port` 0 is
+ * any free port; `slots` > 0 makes it capacity-bound, each request taking `serviceMs`.
+ */
+export async function startServerProcess(host: string, protocol: 'h1' | 'h2', { port = 0, slots = 0, serviceMs = 0 } = {}): Promise<ServerProcess> {
+  const child: ChildProcess = fork(join(import.meta.dirname, 'server.ts'), [host, protocol, String(port), String(slots), String(serviceMs)], {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  });
   const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
-  const port = Number(chunk.toString().trim());
+  const line = chunk.toString().trim();
+  if (line.startsWith('error')) {
+    await once(child, 'exit');
+    throw Object.assign(new Error(`bench server on ${host}:${port}: ${line}`), { code: line.slice(6) });
+  }
   return {
-    port,
+    port: Number(line),
+    child,
+    send: (message) => void child.send(message),
     stop: async () => {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGCONT'); // a black hole is a stopped process, which would not see SIGTERM
       child.kill();
       await once(child, 'exit');
     },

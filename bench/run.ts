@@ -3,7 +3,9 @@
 import { writeResults } from './lib.ts';
 
 const suites: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
+  compare: () => import('./compare.ts'),
   dispatch: () => import('./dispatch.ts'),
+  holdback: () => import('./holdback.ts'),
   failover: () => import('./failover.ts'),
   picker: () => import('./picker.ts'),
   spread: () => import('./spread.ts'),

@@ -1,37 +1,55 @@
-// A minimal HTTPS server for benchmarks, run as a child process so it has its own core.
-// argv: <host> <h2|h1>. Prints the port on stdout once listening. `GET /__count` answers the number
-// of requests served since the last such call (and resets it), so benchmarks can see the spread.
-// A POST is read and answered 201 with the same object; `?watch=true` streams one event every
-// 50 ms and ends cleanly after `timeoutSeconds` (default 1), as an apiserver ends a watch.
+// A minimal HTTPS server for benchmarks, run as a child process so it has its own core, and so that
+// the client's CPU time (process.cpuUsage) is the client's alone.
+// argv: <host> <h2|h1> [port] [slots] [serviceMs]. Prints the port on stdout once listening.
+// `GET /__count` answers the number of requests served since the last such call (and resets it),
+// so benchmarks can see the spread. `?size=N` answers a JSON body of about N bytes instead of the
+// small ConfigMap. A POST is read and answered 201 with the same object; `?watch=true` streams one
+// event every 50 ms and ends cleanly after `timeoutSeconds` (default 1), as an apiserver ends a watch.
+// With `slots` > 0 it is capacity-bound like an apiserver under API Priority and Fairness: at most
+// `slots` requests are served at once, each takes `serviceMs`, the rest wait in order.
+// Messages from the parent: `{ serviceMs }` changes the service time; `{ drain: true }` starts a
+// graceful shutdown as kube-apiserver does with --shutdown-send-retry-after (landscape-2026.md):
+// /readyz fails, new requests get 429 + Retry-After (+ GOAWAY on HTTP/2, Connection: close on 1.1).
+// A crash is SIGKILL (the kernel resets every connection, new ones are refused); a black hole is
+// SIGSTOP (connections stay open and the kernel still completes handshakes into the backlog, but
+// nothing is answered, not even HTTP/2 PINGs).
 import http2 from 'node:http2';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Readable } from 'node:stream';
 import { certs } from '../fixtures/certs/index.ts';
 
-/** What the HTTP/1.1 and the HTTP/2 compatibility API have in common, as far as we use it. */
-type Request = Readable & { url?: string; method?: string };
-interface Response {
-  writeHead(status: number, headers: Record<string, string>): unknown;
-  write(chunk: string): unknown;
-  end(body: string): unknown;
-  end(): unknown;
-  on(event: 'close', listener: () => void): unknown;
-}
-
-const [host = '127.0.0.1', protocol = 'h2'] = process.argv.slice(2);
-const object = { kind: 'ConfigMap', apiVersion: 'v1', metadata: { name: 'bench', namespace: 'default' } };
-const body = JSON.stringify(object);
-const json = { 'content-type': 'application/json' };
+const [host = '127.0.0.1', protocol = 'h2', portArg = '0', slotsArg = '0', serviceArg = '0'] = process.argv.slice(2);
+const body = JSON.stringify({ kind: 'ConfigMap', apiVersion: 'v1', metadata: { name: 'bench', namespace: 'default' } });
+const slots = Number(slotsArg);
+let serviceMs = Number(serviceArg);
+let draining = false;
 let served = 0;
+let busy = 0;
+const waiting: Array<() => void> = [];
 
-function watch(url: URL, res: Response): void {
-  const seconds = Number(url.searchParams.get('timeoutSeconds') ?? 1);
-  res.writeHead(200, json);
+interface Res {
+  writeHead(s: number, h: Record<string, string>): void;
+  write(chunk: string): void;
+  end(b?: string): void;
+  on(event: 'close', listener: () => void): void;
+}
+type Req = {
+  url?: string;
+  method?: string;
+  httpVersionMajor?: number;
+  stream?: { session?: { goaway(): void } };
+  on(event: 'data', listener: (chunk: Buffer) => void): void;
+  on(event: 'end', listener: () => void): void;
+};
+
+/** A watch: one MODIFIED event every 50 ms, a clean end after `timeoutSeconds`. */
+function watch(url: string, res: Res): void {
+  const seconds = Number(/[?&]timeoutSeconds=(\d+)/.exec(url)?.[1] ?? 1);
+  res.writeHead(200, { 'content-type': 'application/json' });
   let resourceVersion = 0;
   const tick = setInterval(() => {
     resourceVersion++;
-    res.write(`${JSON.stringify({ type: 'MODIFIED', object: { ...object, metadata: { ...object.metadata, resourceVersion: String(resourceVersion) } } })}\n`);
+    res.write(`{"type":"MODIFIED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"bench","namespace":"default","resourceVersion":"${resourceVersion}"}}}\n`);
   }, 50);
   const end = setTimeout(() => {
     clearInterval(tick);
@@ -43,33 +61,80 @@ function watch(url: URL, res: Response): void {
   });
 }
 
-const handler = (req: Request, res: Response): void => {
+/** A create: the object sent comes back with 201. */
+function echo(req: Req, res: Res): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk) => chunks.push(chunk));
+  req.on('end', () => {
+    res.writeHead(201, { 'content-type': 'application/json' });
+    res.end(Buffer.concat(chunks).toString() || body);
+  });
+}
+
+const answer = (res: Res, size: number): void => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(size > 0 ? sized(size) : body);
+};
+
+/** Holds a slot for `serviceMs`, then answers and lets the next waiting request in. */
+const serve = (res: Res, size: number): void => {
+  busy++;
+  setTimeout(() => {
+    answer(res, size);
+    busy--;
+    waiting.shift()?.();
+  }, serviceMs);
+};
+
+const handler = (req: Req, res: Res): void => {
   if (req.url === '/__count') {
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.end(String(served));
     served = 0;
     return;
   }
-  if (req.url !== '/readyz') served++;
-  const url = new URL(req.url ?? '/', 'https://bench');
-  if (url.searchParams.get('watch') === 'true') return watch(url, res);
-  if (req.method === 'POST') {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      res.writeHead(201, json);
-      res.end(Buffer.concat(chunks).toString() || body);
-    });
+  if (req.url === '/readyz' || req.url === '/livez') {
+    res.writeHead(draining ? 500 : 200, { 'content-type': 'text/plain' });
+    res.end(draining ? 'shutting down' : 'ok');
     return;
   }
-  res.writeHead(200, json);
-  res.end(body);
+  if (draining) {
+    const h2 = req.httpVersionMajor === 2;
+    res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '5', ...(h2 ? {} : { connection: 'close' }) });
+    res.end('{"kind":"Status","apiVersion":"v1","status":"Failure","message":"The apiserver is shutting down, please try again later.","reason":"TooManyRequests","code":429}');
+    if (h2) req.stream?.session?.goaway();
+    return;
+  }
+  served++;
+  if (/[?&]watch=true/.test(req.url ?? '')) return watch(req.url ?? '', res);
+  if (req.method === 'POST') return echo(req, res);
+  const size = Number(/[?&]size=(\d+)/.exec(req.url ?? '')?.[1] ?? 0);
+  if (slots <= 0) return answer(res, size);
+  if (busy < slots) serve(res, size);
+  else waiting.push(() => serve(res, size));
 };
+const bodies = new Map<number, string>();
+function sized(size: number): string {
+  let text = bodies.get(size);
+  if (!text) {
+    text = JSON.stringify({ kind: 'ConfigMap', apiVersion: 'v1', data: { text: 'x'.repeat(Math.max(0, size - 60)) } });
+    bodies.set(size, text);
+  }
+  return text;
+}
 const server =
   protocol === 'h1'
-    ? https.createServer({ ...certs.apiserver, keepAliveTimeout: 60_000 }, handler)
-    : http2.createSecureServer({ ...certs.apiserver, allowHTTP1: true }, handler);
-server.listen(0, host, () => {
+    ? https.createServer({ ...certs.apiserver, keepAliveTimeout: 60_000 }, handler as never)
+    : http2.createSecureServer({ ...certs.apiserver, allowHTTP1: true }, handler as never);
+server.on('error', (error: NodeJS.ErrnoException) => {
+  process.stdout.write(`error ${error.code ?? error.message}\n`);
+  process.exit(1);
+});
+server.listen(Number(portArg), host, () => {
   process.stdout.write(`${(server.address() as AddressInfo).port}\n`);
+});
+process.on('message', (message: { serviceMs?: number; drain?: boolean }) => {
+  if (message.serviceMs !== undefined) serviceMs = message.serviceMs;
+  if (message.drain) draining = true;
 });
 process.on('disconnect', () => process.exit(0));

@@ -81,7 +81,7 @@ export async function soak({ requests, seconds, every, log = console.log }: Soak
   v8.setFlagsFromString('--no-flush-bytecode');
   const servers = await Promise.all(['127.0.0.2', '127.0.0.3', '127.0.0.4'].map((host) => startServerProcess(host, 'h2')));
   const streams = streamCounter();
-  const balancer = createBalancer({ target: `static:///${servers.map((s, i) => `127.0.0.${2 + i}:${s.port}`).join(',')}`, tls: { ca: certs.ca } });
+  const balancer = createBalancer({ target: `static:///${servers.map((s, i) => `127.0.0.${2 + i}:${s.port}`).join(',')}`, origin: ORIGIN, tls: { ca: certs.ca } });
   const started = performance.now();
   const deadline = started + seconds * 1000;
   const checkpoints: Checkpoint[] = [];

@@ -1,10 +1,15 @@
 import { readFileSync } from 'node:fs';
 import test, { type ExecutionContext } from 'ava';
 import { certs } from '../fixtures/certs/index.ts';
+import { balancerInternals } from '../src/dispatcher/internals.ts';
 import { BalancerError, createBalancer, defaultOptions, type BalancerErrorCode, type BalancerOptions, type ProbeOptions } from '../src/index.ts';
 
+/** Every balancer needs its origin; the tests here are about the other options. */
+const origin = 'https://kubernetes.default.svc';
+
 function rejects(t: ExecutionContext, options: unknown, code: BalancerErrorCode, message: RegExp): void {
-  const error = t.throws(() => createBalancer(options as BalancerOptions), { instanceOf: BalancerError });
+  const withOrigin = typeof options === 'object' && options !== null && !('origin' in options) ? { origin, ...options } : options;
+  const error = t.throws(() => createBalancer(withOrigin as BalancerOptions), { instanceOf: BalancerError });
   t.is(error?.code, code);
   t.regex(error?.message ?? '', message);
 }
@@ -74,6 +79,9 @@ const invalidOptions: Array<[string, unknown, RegExp]> = [
   ['pingInterval fractional', { pingInterval: 1.5 }, /options.pingInterval/],
   ['maxEjectionPercent 150', { maxEjectionPercent: 150 }, /options.maxEjectionPercent/],
   ['consecutive5xx 0', { consecutive5xx: 0 }, /options.consecutive5xx/],
+  ['maxEndpoints 0', { maxEndpoints: 0 }, /options.maxEndpoints must be an integer from 1 to 10000; got 0/],
+  ['maxEndpoints 2.5', { maxEndpoints: 2.5 }, /options.maxEndpoints/],
+  ['maxEndpoints a string', { maxEndpoints: '100' }, /options.maxEndpoints/],
   ['dns not an object', { dns: 'x' }, /options.dns must be an object/],
   ['dns.servers empty', { dns: { servers: [] } }, /options.dns.servers must be a non-empty array/],
   ['dns.servers[1] a name', { dns: { servers: ['127.0.0.1', 'dns.google'] } }, /options.dns.servers\[1\] must be an IP address with an optional port/],
@@ -93,7 +101,7 @@ for (const [name, options, message] of invalidOptions) {
 }
 
 test('key material never appears in an error message', (t) => {
-  const error = t.throws(() => createBalancer({ target: 'static:///127.0.0.1:6443', tls: { cert: certs.client.cert, key: certs.ca } }));
+  const error = t.throws(() => createBalancer({ origin, target: 'static:///127.0.0.1:6443', tls: { cert: certs.client.cert, key: certs.ca } }));
   t.false(error?.message.includes('BEGIN'));
 });
 
@@ -115,19 +123,20 @@ test('valid options are accepted', async (t) => {
 
 test('picker options: policy, slowStartMs and panicThreshold are validated, with defaults', (t) => {
   const target = 'static:///127.0.0.1:6443';
-  rejects(t, { target, policy: 'random' }, 'ERR_INVALID_OPTION', /options.policy must be one of 'round-robin', 'least-request'; got "random"/);
+  rejects(t, { target, policy: 'random' }, 'ERR_INVALID_OPTION', /options.policy must be one of 'weighted-round-robin', 'round-robin', 'least-request'; got "random"/);
   rejects(t, { target, slowStartMs: -1 }, 'ERR_INVALID_OPTION', /options.slowStartMs must be a number of milliseconds, 0 or more/);
   rejects(t, { target, slowStartMs: Infinity }, 'ERR_INVALID_OPTION', /options.slowStartMs/);
   rejects(t, { target, panicThreshold: 1.5 }, 'ERR_INVALID_OPTION', /options.panicThreshold must be a fraction in \[0, 1\]; got 1.5/);
   rejects(t, { target, panicThreshold: Number.NaN }, 'ERR_INVALID_OPTION', /options.panicThreshold/);
-  t.like(defaultOptions, { policy: 'round-robin', slowStartMs: 10_000, panicThreshold: 0.5 });
-  for (const options of [{ policy: 'least-request' as const }, { slowStartMs: 0 }, { panicThreshold: 0 }, { panicThreshold: 1 }]) {
-    t.notThrows(() => void createBalancer({ target, ...options }).close());
+  t.like(defaultOptions, { policy: 'weighted-round-robin', slowStartMs: 10_000, panicThreshold: 0.5 });
+  for (const options of [{ policy: 'least-request' as const }, { policy: 'round-robin' as const }, { slowStartMs: 0 }, { panicThreshold: 0 }, { panicThreshold: 1 }]) {
+    t.notThrows(() => void createBalancer({ origin, target, ...options }).close());
   }
 });
 
 test('valid dns options are accepted and a DNS target starts resolving', async (t) => {
   const balancer = createBalancer({
+    origin,
     target: 'dns:///api.test.:6443',
     dns: { servers: ['127.0.0.1:1', '[::1]:53', '::1'], timeout: 100, attempts: 1, minTtl: 500, maxTtl: 60_000, maxStale: 0 },
   });
@@ -157,8 +166,9 @@ test('kubernetes: targets, chains, bootstrap and rebalanceWatches are validated'
   rejects(t, { target, bootstrap: { server: 'https://10.96.0.1', headers: { a: 1 } } }, 'ERR_INVALID_OPTION', /options.bootstrap.headers/);
   rejects(t, { target, bootstrap: { server: 'https://10.96.0.1', lastResort: 'no' } }, 'ERR_INVALID_OPTION', /options.bootstrap.lastResort must be a boolean/);
   rejects(t, { target, rebalanceWatches: { maxPerSecond: 0 } }, 'ERR_INVALID_OPTION', /options.rebalanceWatches.maxPerSecond must be a number above 0/);
-  rejects(t, { target, rebalanceWatches: true }, 'ERR_INVALID_OPTION', /options.rebalanceWatches must be \{ maxPerSecond \} or false/);
-  t.deepEqual(defaultOptions.rebalanceWatches, { maxPerSecond: 1 });
+  rejects(t, { target, rebalanceWatches: true }, 'ERR_INVALID_OPTION', /options.rebalanceWatches must be \{ maxPerSecond, graceMs \} or false/);
+  rejects(t, { target, rebalanceWatches: { graceMs: -1 } }, 'ERR_INVALID_OPTION', /options.rebalanceWatches.graceMs/);
+  t.deepEqual(defaultOptions.rebalanceWatches, { maxPerSecond: 1, graceMs: 60_000 });
   for (const options of [
     { rebalanceWatches: false as const },
     { rebalanceWatches: { maxPerSecond: 0.1 } },
@@ -167,6 +177,19 @@ test('kubernetes: targets, chains, bootstrap and rebalanceWatches are validated'
     { target: ['kubernetes:///default/kubernetes'], bootstrap: { server: 'https://127.0.0.1:1' } },
     { probe: { headers: () => ({ authorization: 'Bearer x' }) } satisfies ProbeOptions },
   ]) {
-    t.notThrows(() => void createBalancer({ target, ...options }).close());
+    t.notThrows(() => void createBalancer({ origin, target, ...options }).close());
   }
+});
+
+test('the balanced origin is required: options.origin, else bootstrap.server\'s origin', async (t) => {
+  const target = 'static:///127.0.0.1:6443';
+  const error = t.throws(() => createBalancer({ target, tls: { ca: certs.ca } }), { instanceOf: BalancerError });
+  t.is(error?.code, 'ERR_INVALID_OPTION');
+  t.regex(error?.message ?? '', /^options.origin is required \(or bootstrap.server\)/);
+  const fromBootstrap = createBalancer({ target, bootstrap: { server: 'https://127.0.0.1:1/prefix', lastResort: false } });
+  t.true(balancerInternals(fromBootstrap).balances(new URL('https://127.0.0.1:1/api')));
+  t.false(balancerInternals(fromBootstrap).balances(new URL('https://hooks.example.test/')));
+  await fromBootstrap.close();
+  rejects(t, { target, origin: 'http://127.0.0.1:8080', probe: { headers: { authorization: 'Bearer x' } } }, 'ERR_INVALID_OPTION', /^options.probe.headers must not be set for the http: origin http:\/\/127.0.0.1:8080/);
+  t.notThrows(() => void createBalancer({ target, origin: 'http://127.0.0.1:8080' }).close());
 });

@@ -31,10 +31,16 @@ export interface SelectOptions {
 export class Candidates {
   readonly endpoints: readonly Endpoint[];
   /**
-   * Steady share of each candidate: `weight × weightFactor`, scaled by its level's load when more
+   * Steady share of each candidate: `weight × weightFactor × loadFactor`, scaled by its level's load when more
    * than one priority level carries traffic. Only ratios matter.
    */
   readonly weights: Float64Array;
+  /**
+   * The same shares without `loadFactor`: long-running requests are placed by open streams per unit
+   * of these, since latency says nothing about where a watch belongs (Finagle's docs: peak EWMA
+   * "breaks down in the presence of long polling"), and watches must not move with every slow patch.
+   */
+  readonly streamWeights: Float64Array;
   /** Sum of `weights`. */
   readonly total: number;
   /** True when too few endpoints were ready and every endpoint that is not removed is a candidate. */
@@ -52,9 +58,10 @@ export class Candidates {
   readonly #since: Float64Array;
   readonly #rampUntil: number;
 
-  private constructor(endpoints: Endpoint[], weights: number[], reserve: Endpoint[], panic: boolean, options: SelectOptions, clock: Clock) {
+  private constructor(endpoints: Endpoint[], weights: number[], streamWeights: number[], reserve: Endpoint[], panic: boolean, options: SelectOptions, clock: Clock) {
     this.endpoints = endpoints;
     this.weights = Float64Array.from(weights);
+    this.streamWeights = Float64Array.from(streamWeights);
     this.total = weights.reduce((a, b) => a + b, 0);
     this.reserve = reserve;
     this.panic = panic;
@@ -112,6 +119,7 @@ export class Candidates {
     const spread = loads.filter((load) => load > 0).length > 1;
     const chosen: Endpoint[] = [];
     const weights: number[] = [];
+    const streamWeights: number[] = [];
     const reserve: Endpoint[] = [];
     levels.forEach((level, k) => {
       const load = loads[k]!;
@@ -121,17 +129,20 @@ export class Candidates {
       if (load <= 0) {
         reserve.push(...members);
       } else {
-        const raw = members.map((e) => (weighted ? e.weight : 1) * Math.max(MIN_WEIGHT_FACTOR, e.weightFactor));
+        const steady = members.map((e) => (weighted ? e.weight : 1) * Math.max(MIN_WEIGHT_FACTOR, e.weightFactor));
+        const raw = members.map((e, j) => steady[j]! * Math.max(MIN_WEIGHT_FACTOR, e.loadFactor));
         const sum = raw.reduce((a, b) => a + b, 0);
+        const steadySum = steady.reduce((a, b) => a + b, 0);
         members.forEach((e, j) => {
           chosen.push(e);
           // With one level carrying everything, integer weights stay integers: exact ties, exact cycles.
           weights.push(spread ? (load * raw[j]!) / sum : raw[j]!);
+          streamWeights.push(spread ? (load * steady[j]!) / steadySum : steady[j]!);
         });
       }
       if (weighted) reserve.push(...usable.filter((e) => e.weight === 0));
     });
-    return new Candidates(chosen, weights, reserve, panic, options, clock);
+    return new Candidates(chosen, weights, streamWeights, reserve, panic, options, clock);
   }
 
   /** The clock, for a pick while `ramping`; clears `ramping` once every ramp is over. */

@@ -1,5 +1,6 @@
 import type { EndpointAddress } from '../resolver/Resolver.ts';
 import { endpointKey } from '../net/endpointKey.ts';
+import { LatencyEstimate } from './load/LatencyEstimate.ts';
 
 /**
  * Why an endpoint stopped taking requests: a failed connection or handshake, consecutive failures
@@ -35,6 +36,13 @@ export interface EndpointInfo {
   key: string;
   /** Health's multiplier on `weight`, in (0, 1]: below 1 after 429s from API Priority and Fairness. */
   weightFactor: number;
+  /**
+   * The `'weighted-round-robin'` policy's multiplier on `weight`, in (0, 1]: below 1 while this
+   * endpoint answers slower than the fastest one (or stopped answering). Always 1 under other policies.
+   */
+  loadFactor: number;
+  /** Moving average of the time (ms) short GETs of one object took here; `null` before the first. */
+  latencyMs: number | null;
   /**
    * How the attempts sent here ended: by HTTP status class, `error` (no response: connection,
    * TLS, reset, timeout) and `aborted` (the caller gave up). With `inFlight`, they add up to `requests`.
@@ -73,6 +81,13 @@ export class Endpoint {
    * in (0, 1]. The picker uses `weight × weightFactor` (× the slow-start ramp) as the endpoint's share.
    */
   weightFactor = 1;
+  /**
+   * Multiplier on `weight` from observed load (`'weighted-round-robin'`), in (0, 1]; set by
+   * `reweigh` from `latency`, read by the picker like `weightFactor`.
+   */
+  loadFactor = 1;
+  /** Latency and in-flight count of the short GETs of one object sent here. */
+  readonly latency = new LatencyEstimate();
   /** Set once the resolver stops listing it: no new requests, in-flight ones finish. */
   removed = false;
   /**
@@ -127,6 +142,8 @@ export class Endpoint {
       failures: this.failures,
       key: this.key,
       weightFactor: this.weightFactor,
+      loadFactor: this.loadFactor,
+      latencyMs: this.latency.value === this.latency.value ? Math.round(this.latency.value * 100) / 100 : null,
       responses: {
         '1xx': this.outcomes[1]!,
         '2xx': this.outcomes[2]!,

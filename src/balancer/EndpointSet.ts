@@ -3,6 +3,7 @@ import { LAST_RESORT, type EndpointAddress } from '../resolver/Resolver.ts';
 import { endpointKey } from '../net/endpointKey.ts';
 import { Candidates } from './Candidates.ts';
 import { Endpoint } from './Endpoint.ts';
+import { REWEIGH_MS, reweigh } from './load/LoadWeights.ts';
 import type { Picker, PickRequest, Policy } from './Picker.ts';
 import { SchedulePicker } from './SchedulePicker.ts';
 import { EarliestDeadline } from './schedule/EarliestDeadline.ts';
@@ -51,11 +52,15 @@ export class EndpointSet {
    * the first apiservers found nothing to be shielded from.)
    */
   #warm = false;
+  /** Whether endpoints' weights follow their load (`'weighted-round-robin'`). */
+  readonly #loadAware: boolean;
+  #reweighedAt = -Infinity;
 
   /** `options`: the balancer's (validated, with its defaults). */
   constructor(clock: Clock, options: PickerOptions) {
     this.#clock = clock;
     this.#options = { policy: options.policy, slowStartMs: options.slowStartMs, panicThreshold: options.panicThreshold };
+    this.#loadAware = this.#options.policy === 'weighted-round-robin';
   }
 
   /** True once the resolver has produced a first set. */
@@ -88,8 +93,32 @@ export class EndpointSet {
   shares(): Map<Endpoint, number> {
     const shares = new Map<Endpoint, number>();
     const candidates = this.#candidates;
-    candidates?.endpoints.forEach((endpoint, i) => shares.set(endpoint, candidates.weights[i]!));
+    candidates?.endpoints.forEach((endpoint, i) => shares.set(endpoint, candidates.streamWeights[i]!));
     return shares;
+  }
+
+  /**
+   * A request that feeds the latency estimate (a short GET of one object) goes to `endpoint`;
+   * returns the clock time it started, for `shortEnded`.
+   */
+  timedStart(endpoint: Endpoint): number {
+    const now = this.#clock.now();
+    endpoint.latency.begin(now);
+    return now;
+  }
+
+  /**
+   * A short request ended; a timed one (`startedAt` from `timedStart`, else NaN) feeds the estimate
+   * (`censored`: without an answer that measures serving time, see `LatencyEstimate.end`). At most
+   * every `REWEIGH_MS` the load factors are recomputed, and the picker rebuilt if one moved: the
+   * hot path stays a schedule step, and no timer runs.
+   */
+  shortEnded(endpoint: Endpoint, startedAt: number, censored: boolean): void {
+    const now = this.#clock.now();
+    if (startedAt === startedAt) endpoint.latency.end(now, now - startedAt, censored);
+    if (!this.#loadAware || now - this.#reweighedAt < REWEIGH_MS) return;
+    this.#reweighedAt = now;
+    if (reweigh(this.#endpoints.values(), now)) this.rebuild();
   }
 
   update(addresses: readonly EndpointAddress[]): EndpointSetChange {

@@ -21,8 +21,11 @@ export interface Picker {
 }
 
 /**
- * - `round-robin`: weighted, deterministic order (smooth weighted round robin or earliest deadline first).
+ * - `weighted-round-robin`: the round robin, each endpoint's weight also scaled by its observed load
+ *   (latency of short GETs, requests stuck in flight), recomputed a few times a second.
+ * - `round-robin`: weighted, deterministic order (smooth weighted round robin or earliest deadline
+ *   first), by SRV weight, health and slow start only.
  * - `least-request`: power of two choices between the round robin's next endpoint and a random one,
  *   by in-flight requests per unit of weight.
  */
-export type Policy = 'round-robin' | 'least-request';
+export type Policy = 'weighted-round-robin' | 'round-robin' | 'least-request';

@@ -11,6 +11,7 @@ export class SchedulePicker implements Picker {
   readonly #candidates: Candidates;
   readonly #endpoints: readonly Endpoint[];
   readonly #weights: Float64Array;
+  readonly #streamWeights: Float64Array;
   readonly #schedule: Schedule;
   readonly #leastRequest: boolean;
   /** xorshift32 state: `Math.random()` would allocate a heap number per pick. */
@@ -20,6 +21,7 @@ export class SchedulePicker implements Picker {
     this.#candidates = candidates;
     this.#endpoints = candidates.endpoints;
     this.#weights = candidates.weights;
+    this.#streamWeights = candidates.streamWeights;
     this.#schedule = schedule;
     this.#leastRequest = policy === 'least-request';
   }
@@ -47,31 +49,33 @@ export class SchedulePicker implements Picker {
   /**
    * A watch stays open for minutes, so counting requests says nothing about where watches are: place
    * it where open streams per unit of weight would be fewest (with equal weights, simply the fewest
-   * streams); ties go to whichever the weighted order has due first, without taking its turn. Slow
-   * start does not apply: an apiserver that just came back holds no watches, and filling it is the point.
+   * streams); ties go to one of the tied endpoints at random. Not to the weighted order's next:
+   * clients whose schedules saw the same events (an apiserver leaving, coming back) break ties alike,
+   * and a fleet then piles the watches of a departed apiserver onto one of the others (`npm run
+   * fleet`: 1/3 : 2/3 instead of even). Slow start does not apply: an apiserver that just came back
+   * holds no watches, and filling it is the point.
    */
   #fewestStreams(exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined {
     const endpoints = this.#endpoints;
-    const weights = this.#weights;
+    const weights = this.#streamWeights;
     let best = -1;
-    let bestUrgency = NaN; // computed on the first tie only
+    let ties = 0;
     for (let i = 0; i < endpoints.length; i++) {
       const endpoint = endpoints[i]!;
       if (exclude?.has(endpoint)) continue;
       if (best < 0) {
         best = i;
+        ties = 1;
         continue;
       }
       const mine = (endpoint.streams + 1) * weights[best]!;
       const theirs = (endpoints[best]!.streams + 1) * weights[i]!;
       if (mine > theirs) continue;
       if (mine === theirs) {
-        if (Number.isNaN(bestUrgency)) bestUrgency = this.#schedule.urgency(best);
-        const urgency = this.#schedule.urgency(i);
-        if (urgency <= bestUrgency) continue;
-        bestUrgency = urgency;
+        // Reservoir sampling: each of the tied endpoints ends up chosen with equal chance.
+        if (this.#nextRandom(++ties) !== 0) continue;
       } else {
-        bestUrgency = NaN;
+        ties = 1;
       }
       best = i;
     }

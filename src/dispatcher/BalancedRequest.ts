@@ -1,28 +1,33 @@
-import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
+import { isPointRead } from '../balancer/load/isPointRead.ts';
 import { BalancerError } from '../errors.ts';
-import { classifyError } from '../health/classifyError.ts';
-import type { AttemptOutcome, FailureKind, RetryReason } from '../health/outcome.ts';
+import type { FailureKind, RetryReason } from '../health/outcome.ts';
+import { isShutdown503, mayBeShutdown503 } from '../health/rejections.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
+import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { bufferBody, isReplayable } from './body.ts';
-import { BodyTimer, DEFAULT_BODY_TIMEOUT } from './BodyTimer.ts';
+import { DEFAULT_BODY_TIMEOUT } from './BodyTimer.ts';
+import { framerFor } from './framing/framerFor.ts';
+import type { WatchFramer } from './framing/WatchFramer.ts';
+import type { Hedgeable } from './Hedge.ts';
+import { HeldResponse, fitsHold } from './HoldBack.ts';
 import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
 import type { Route } from '../net/tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
 import type { DescribedRequest, RequestHost } from './RequestHost.ts';
-import { isEviction, isIdempotent, notSent } from './retrySafety.ts';
+import { isEviction, isIdempotent, notSent, takesThrottledRetry } from './retrySafety.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
-
-
 interface Reservation {
   endpoint: Endpoint;
   reason: RetryReason;
+  /** Holds a unit of the retry budget (every retry but one after a failed handshake). */
+  budgeted: boolean;
 }
 
 /**
@@ -30,18 +35,26 @@ interface Reservation {
  * twice, and only where the design's retry-safety table allows:
  * - nothing sent (connect or TLS failure, reset before the request started, a stream an HTTP/2
  *   GOAWAY or REFUSED_STREAM says was not processed): any method;
- * - 429 from API Priority and Fairness or a shutting-down apiserver: any method (the apiserver
- *   rejected the request before running it) — except the Eviction API, whose 429 is an answer;
- * - reset after the request was written, 5xx, request timeout: GET and HEAD only.
+ * - 429 from API Priority and Fairness or a shutting-down apiserver, and the default shutdown's 503
+ *   "apiserver is shutting down" (`isShutdown503`, told by its body, which is read whole first when
+ *   the method may not be repeated): any method (the apiserver rejected the request before running
+ *   it) — except the Eviction API, whose 429 is an answer; a throttled request only to an endpoint
+ *   that is not resting or draining itself;
+ * - reset after the request was written, 5xx, request timeout: GET and HEAD only; for a short GET
+ *   or HEAD that includes a connection broken mid-response, as its response is held back until
+ *   complete (up to `maxHeldResponse` bytes).
  * A response that reached the caller is never retried, so a watch is never resumed mid-stream.
  *
- * A watch's event stream is passed on whole lines at a time, so that it can always end at an event
- * boundary: when its connection breaks (an apiserver crashed) or when it is moved to another
- * endpoint, the caller sees the watch end the way an apiserver ends one at its timeout, and its
- * informer re-watches from the last resourceVersion it saw. client-node's informer stops for good
- * on any error but 410 and timeouts; a clean end is the one outcome every client resumes from.
+ * A watch's event stream is passed on whole events at a time (framed by its content type: JSON
+ * lines, protobuf length-prefixed frames), so that it can always end at an event boundary: when its
+ * connection breaks (an apiserver crashed) or when it is moved to another endpoint, the caller sees
+ * the watch end the way an apiserver ends one at its timeout, and its informer re-watches from the
+ * last resourceVersion it saw. client-node's informer stops for good on any error but 410 and
+ * timeouts; a clean end is the one outcome every client resumes from. A watch of any other content
+ * type is passed through unchanged: with no boundary to end at, it is never moved, and a broken
+ * connection reaches the caller as the error it is.
  */
-export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest {
+export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest, Hedgeable, AttemptOwner {
   readonly host: RequestHost;
   readonly downstream: Handler;
   readonly proxy: ProxyController;
@@ -51,11 +64,15 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   readonly eviction: boolean;
   /** Milliseconds a response body may stay silent; 0 for none. */
   readonly bodyTimeout: number;
+  /** A short GET of one object: its latency measures the endpoint's load (see `isPointRead`). */
+  readonly timed: boolean;
   readonly #opts: DispatchOptions;
   readonly #route: Route;
   readonly #idempotent: boolean;
   #replayable = true;
   #attempts = 0;
+  /** Attempts that failed their TLS handshake: they do not count against `maxAttempts`. */
+  #handshakeFailures = 0;
   /** Endpoints a retry must avoid; made only when there is a retry to consider. */
   #tried: Set<Endpoint> | undefined;
   #causes: Array<{ endpoint: string; error: Error }> | undefined;
@@ -63,10 +80,13 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #next: Reservation | undefined;
   #started = false;
   #committed = false;
-  /** The attempt whose watch response is being passed on, once there is one. */
+  /** The latest attempt sent, and while a hedge races it, the attempt it races. */
+  #attempt: Attempt | undefined;
+  #rival: Attempt | undefined;
+  #hedged = false;
+  /** The attempt whose watch response is being passed on event by event, once there is one. */
   #watching: Attempt | undefined;
-  /** The part of the stream after its last newline, not yet passed on. */
-  #tail: Buffer | undefined;
+  #framer: WatchFramer | undefined;
   finished = false;
 
   /**
@@ -85,6 +105,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     // Attempts keep the body timeout, not undici: its HTTP/2 body timer can outlive the stream (BodyTimer).
     this.bodyTimeout = opts.bodyTimeout ?? (longRunning ? 0 : DEFAULT_BODY_TIMEOUT);
     opts.bodyTimeout = 0;
+    this.timed = !longRunning && isPointRead(method, opts.path);
     this.#opts = opts;
     this.proxy = new ProxyController(this);
     host.budget.requests++;
@@ -108,6 +129,47 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), undefined);
     if (!endpoint) return this.#fail(this.host.noEndpoints(), false);
     this.#send(endpoint, false);
+    if (this.#probationOk() && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
+  }
+
+  /** No response after the hedge delay: the same request goes to a second endpoint too, if the retry budget allows. */
+  hedge(): void {
+    const first = this.#attempt;
+    if (!first || first.answered || this.#hedged || this.#committed || this.#next || this.finished || this.proxy.aborted) return;
+    if (this.#attempts >= this.host.maxAttempts || (first.started && !this.#replayable)) return;
+    const hedging = this.host.hedging!;
+    const verdict = hedging.mayHedge(first.endpoint, first.sentAt);
+    // Its endpoint answered meanwhile (this was sent just before it went silent?): wait from then.
+    if (typeof verdict === 'number') return hedging.wait(this, verdict);
+    if (!verdict) return;
+    const tried = (this.#tried ??= new Set());
+    tried.add(first.endpoint);
+    const endpoint = this.host.pick(false, false, tried);
+    if (!endpoint || !this.host.budget.tryAcquire()) return;
+    this.#hedged = true;
+    this.#rival = first;
+    this.host.retrying(first.endpoint, endpoint, 'hedge', this.#attempts + 1, this);
+    this.#send(endpoint, true);
+  }
+
+  /**
+   * An attempt's response headers came. It wins a race with a hedge: the other attempt is aborted,
+   * with no verdict on its endpoint's health (only a hint of silence when the hedge won).
+   */
+  responded(attempt: Attempt): void {
+    attempt.answered = true;
+    const hedging = this.host.hedging;
+    if (!hedging || this.longRunning) return;
+    hedging.cancel(this);
+    hedging.answered(attempt.endpoint, hedging.now() - attempt.sentAt);
+    const rival = this.#rival;
+    if (!rival) return;
+    const loser = rival === attempt ? this.#attempt! : rival;
+    this.#rival = undefined;
+    this.#attempt = attempt;
+    if (loser === rival) hedging.lost(loser.endpoint);
+    loser.supersede();
+    if (attempt.controller) this.proxy.target = attempt.controller;
   }
 
   #probationOk(): boolean {
@@ -117,7 +179,9 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #send(endpoint: Endpoint, retry: boolean): void {
     this.#attempts++;
     const attempt = new Attempt(this, endpoint, retry);
-    this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
+    this.#attempt = attempt;
+    if (this.host.hedging) attempt.sentAt = this.host.hedging.now();
+    attempt.startedAt = this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);
     } catch (error) {
@@ -130,17 +194,24 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
    * unit of retry budget. Called while the attempt can still be held back from the caller.
    */
   #reserveRetry(attempt: Attempt, reason: RetryReason): boolean {
-    if (this.proxy.aborted || this.finished || this.#attempts >= this.host.maxAttempts) return false;
+    if (this.proxy.aborted || this.finished) return false;
+    // A handshake that failed (certificate not verified) sent nothing and ejected that endpoint:
+    // it uses up neither an attempt nor retry budget, so 30 wrong-name endpoints cannot fail a
+    // request while 3 good ones exist. An ejected endpoint is not picked again, so these retries
+    // number at most the endpoints per ejection, however many requests there are.
+    if (reason !== 'tls' && this.#attempts - this.#handshakeFailures >= this.host.maxAttempts) return false;
+    if (reason === 'tls') this.#handshakeFailures++;
     const nothingSent = notSent(reason, attempt.started);
-    const rejectedBeforeRunning = reason === 'throttled' && !this.eviction;
+    const rejectedBeforeRunning = (reason === 'throttled' && !this.eviction) || reason === 'shutdown';
     if (!nothingSent && !rejectedBeforeRunning && !this.#idempotent) return false;
     if (attempt.started && !this.#replayable) return false;
     // Every attempt before this one went through here too: the set holds each endpoint tried.
     const tried = (this.#tried ??= new Set());
     tried.add(attempt.endpoint);
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
-    if (!endpoint || !this.host.budget.tryAcquire()) return false;
-    this.#next = { endpoint, reason };
+    const budgeted = reason !== 'tls';
+    if (!endpoint || (reason === 'throttled' && !takesThrottledRetry(endpoint)) || (budgeted && !this.host.budget.tryAcquire())) return false;
+    this.#next = { endpoint, reason, budgeted };
     return true;
   }
 
@@ -148,21 +219,21 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     const next = this.#next as Reservation;
     this.#next = undefined;
     if (this.finished || this.proxy.aborted) {
-      this.host.budget.release();
+      if (next.budgeted) this.host.budget.release();
       return this.#fail(this.proxy.reason ?? new Error('aborted'), false);
     }
     // A held-back response is read to its end first: meanwhile the resolver may have dropped the endpoint.
     if (next.endpoint.removed) {
       const endpoint = this.host.pick(this.longRunning, this.#probationOk(), this.#tried);
       if (!endpoint) {
-        this.host.budget.release();
+        if (next.budgeted) this.host.budget.release();
         return this.#fail(this.host.noEndpoints(), false);
       }
       next.endpoint = endpoint;
     }
     this.proxy.detach();
     this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1, this);
-    this.#send(next.endpoint, true);
+    this.#send(next.endpoint, next.budgeted);
   }
 
   /** The caller aborted while no attempt was running (a retry about to be sent). */
@@ -188,9 +259,38 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   /** True when the response is held back because another endpoint will be tried instead. */
   holdBack(attempt: Attempt, statusCode: number): boolean {
     const reason: RetryReason | undefined = statusCode === 429 && !this.eviction ? 'throttled' : statusCode >= 500 ? '5xx' : undefined;
-    if (reason && this.#reserveRetry(attempt, reason)) return true;
+    return reason !== undefined && this.#reserveRetry(attempt, reason);
+  }
+
+  /** The response kept is this attempt's: from now on it reaches the caller and is never retried. */
+  commit(): void {
     this.#committed = true;
-    return false;
+  }
+
+  /** A response to hold until it is complete (a short GET/HEAD within the bound), or `undefined` to pass it on now. */
+  holdUntilComplete(statusCode: number, headers: Headers, statusMessage: string | undefined): HeldResponse | undefined {
+    const limit = this.host.maxHeldResponse;
+    if (!this.#idempotent || this.longRunning || !this.#replayable || !fitsHold(headers['content-length'], limit)) return undefined;
+    return new HeldResponse(statusCode, headers, statusMessage, limit);
+  }
+
+  /** Passes a held response on: its head and what arrived of its body. */
+  release(held: HeldResponse): void {
+    this.#committed = true;
+    if (!this.finished) held.release(this.downstream, this.proxy);
+  }
+
+  /**
+   * Whether a response is read whole before anything of it reaches the caller: a 503 that may be the
+   * default shutdown's rejection, of a request that is not retried on any 5xx anyway.
+   */
+  inspects(statusCode: number, headers: Headers): boolean {
+    return !this.#idempotent && mayBeShutdown503(statusCode, headers);
+  }
+
+  /** An inspected response was read whole: true when it goes elsewhere, false when it is the answer. */
+  inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean {
+    return isShutdown503(statusCode, headers, body) && this.#reserveRetry(attempt, 'shutdown');
   }
 
   /** A held-back response was read to its end (or broke while being read). */
@@ -198,8 +298,10 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.#retryReserved(attempt);
   }
 
-  /** A committed 2xx response of a watch: from now on it ends at event boundaries only. */
-  watchStarted(attempt: Attempt): void {
+  /** A committed 2xx response of a watch: from now on it ends at event boundaries only, if its type has them. */
+  watchStarted(attempt: Attempt, contentType: string | string[] | undefined): void {
+    this.#framer = framerFor(contentType);
+    if (!this.#framer) return;
     this.#watching = attempt;
     this.host.watchOpened?.(attempt.endpoint, this);
   }
@@ -208,23 +310,11 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     if (this.#watching === attempt) this.host.watchClosed?.(attempt.endpoint, this);
   }
 
-  /** Passes response data on; a watch's only up to its last complete line. */
+  /** Passes response data on; a watch's only up to its last complete event. */
   forward(chunk: Buffer): void {
-    if (this.#watching === undefined) {
-      this.downstream.onResponseData?.(this.proxy, chunk);
-      return;
-    }
-    const data = this.#tail ? Buffer.concat([this.#tail, chunk]) : chunk;
-    const cut = data.lastIndexOf(10);
-    if (cut === data.length - 1) {
-      this.#tail = undefined;
-      this.downstream.onResponseData?.(this.proxy, data);
-    } else if (cut < 0) {
-      this.#tail = data === chunk ? Buffer.from(chunk) : data;
-    } else {
-      this.#tail = Buffer.from(data.subarray(cut + 1));
-      this.downstream.onResponseData?.(this.proxy, data.subarray(0, cut + 1));
-    }
+    const framer = this.#framer;
+    const data = framer ? framer.push(chunk) : chunk;
+    if (data) this.downstream.onResponseData?.(this.proxy, data);
   }
 
   /** Ends the watch for the caller now, at the last event boundary, and drops its connection stream. */
@@ -238,13 +328,23 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   }
 
   #endAtBoundary(): void {
-    this.#tail = undefined;
+    this.#framer = undefined;
     this.#finish();
     this.downstream.onResponseEnd?.(this.proxy, {});
   }
 
   attemptFailed(attempt: Attempt, error: Error, kind: FailureKind): void {
     if (this.finished) return;
+    const rival = this.#rival;
+    if (rival && kind !== 'aborted' && !this.proxy.aborted) {
+      // One of two racing attempts failed: the other carries on alone.
+      (this.#causes ??= []).push({ endpoint: attempt.endpoint.key, error });
+      this.#rival = undefined;
+      const other = rival === attempt ? this.#attempt! : rival;
+      this.#attempt = other;
+      if (other.controller) this.proxy.target = other.controller;
+      return;
+    }
     // The connection under a watch broke: end it like a server would, so the caller re-watches.
     if (this.#watching === attempt && kind !== 'aborted' && !this.proxy.aborted) return this.#endAtBoundary();
     if (this.#committed || kind === 'aborted' || kind === 'other' || this.proxy.aborted) return this.#fail(error, false);
@@ -261,17 +361,14 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
 
   completed(trailers: Headers): void {
     // An apiserver ends a watch between events; whatever it sent is passed on unchanged.
-    const tail = this.#tail;
-    this.#tail = undefined;
+    const tail = this.#framer?.rest();
+    this.#framer = undefined;
     this.#finish();
     if (tail) this.downstream.onResponseData?.(this.proxy, tail);
     this.downstream.onResponseEnd?.(this.proxy, trailers);
   }
 
-  /**
-   * Ends the request with an error. When retrying was allowed but every endpoint tried failed (or no
-   * other could take it), the error names each endpoint's cause.
-   */
+  /** Ends the request with an error; when retrying was allowed but failed everywhere, the error names each endpoint's cause. */
   #fail(error: Error, exhausted: boolean): void {
     if (this.finished) return;
     let reported = error;
@@ -288,131 +385,17 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #finish(): void {
     if (this.finished) return;
     this.finished = true;
+    this.host.hedging?.cancel(this);
+    if (this.#rival) {
+      this.#rival.supersede();
+      this.#attempt!.supersede();
+      this.#rival = undefined;
+    }
     this.host.budget.requests--;
     if (this.#next) {
+      if (this.#next.budgeted) this.host.budget.release();
       this.#next = undefined;
-      this.host.budget.release();
     }
-  }
-}
-
-/** One attempt on one endpoint: forwards to the caller unless its response is held back for a retry. */
-class Attempt implements Handler {
-  readonly endpoint: Endpoint;
-  readonly #request: BalancedRequest;
-  /** Retry attempts hold a unit of the retry budget until they end. */
-  readonly #holdsBudget: boolean;
-  #controller: Controller | undefined;
-  #bodyTimer: BodyTimer | undefined;
-  #moved = false;
-  started = false;
-  #heldBack = false;
-  #statusCode = 0;
-  #headers: Headers = {};
-  #body = '';
-  #settled = false;
-
-  constructor(request: BalancedRequest, endpoint: Endpoint, holdsBudget: boolean) {
-    this.#request = request;
-    this.endpoint = endpoint;
-    this.#holdsBudget = holdsBudget;
-  }
-
-  onRequestStart(controller: Controller, context: unknown): void {
-    this.#controller = controller;
-    this.#request.attemptStarted(this, controller, context);
-  }
-
-  /** The watch is being moved: it ends without a verdict on the endpoint's health. */
-  moved(): void {
-    this.#moved = true;
-    this.#settle({ type: 'aborted' });
-  }
-
-  abort(reason: Error): void {
-    this.#controller?.abort(reason);
-  }
-
-  onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
-    const request = this.#request;
-    this.#statusCode = statusCode;
-    request.holdBack(this, statusCode);
-    // An upgraded socket (exec, attach, port-forward) is a stream until it closes.
-    socket.once('close', () => {
-      this.#settle({ type: 'response', statusCode, headers, body: '', eviction: false });
-      request.upgradeClosed();
-    });
-    request.downstream.onRequestUpgrade?.(request.proxy, statusCode, headers, socket);
-  }
-
-  onResponseStart(_controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
-    const request = this.#request;
-    if (request.finished) return;
-    if (statusCode >= 200) {
-      this.#statusCode = statusCode;
-      this.#headers = headers;
-      if (request.bodyTimeout > 0) this.#bodyTimer = new BodyTimer(request.host.clock, request.bodyTimeout, request.proxy, (error) => this.abort(error));
-      if (request.holdBack(this, statusCode)) {
-        this.#heldBack = true;
-        return;
-      }
-      if (request.watch && statusCode < 300) request.watchStarted(this);
-    }
-    request.downstream.onResponseStart?.(request.proxy, statusCode, headers, statusMessage);
-  }
-
-  onResponseData(_controller: Controller, chunk: Buffer): void {
-    this.#bodyTimer?.touch();
-    // Kept to tell a shutting-down apiserver's 429 from a throttling one, whether or not it is retried.
-    if (this.#statusCode === 429 && this.#body.length < 512) this.#body += chunk.toString('latin1', 0, 512 - this.#body.length);
-    if (this.#heldBack) return;
-    if (!this.#request.finished) this.#request.forward(chunk);
-  }
-
-  onResponseEnd(_controller: Controller, trailers: Headers): void {
-    const request = this.#request;
-    this.#bodyTimer?.stop();
-    this.#settle(this.#responseOutcome());
-    if (this.#heldBack) return request.heldBackDone(this);
-    if (request.finished) return;
-    request.completed(trailers);
-  }
-
-  onResponseError(_controller: Controller | null, error: Error): void {
-    this.#bodyTimer?.stop();
-    if (this.#moved) return;
-    if (this.#heldBack) {
-      // The held-back response broke while being read; it was rejected anyway.
-      this.#settle(this.#responseOutcome());
-      return this.#request.heldBackDone(this);
-    }
-    const kind = this.#request.proxy.aborted ? 'aborted' : classifyError(error);
-    this.#settle(kind === 'aborted' ? { type: 'aborted' } : { type: 'error', kind, error });
-    this.#request.attemptFailed(this, error, kind);
-  }
-
-  onBodySent(chunk: Buffer): void {
-    this.#request.downstream.onBodySent?.(chunk);
-  }
-
-  onRequestSent(): void {
-    this.#request.downstream.onRequestSent?.();
-  }
-
-  onResponseStarted(): void {
-    this.#request.downstream.onResponseStarted?.();
-  }
-
-  #responseOutcome(): AttemptOutcome {
-    return { type: 'response', statusCode: this.#statusCode, headers: this.#headers, body: this.#body, eviction: this.#request.eviction };
-  }
-
-  #settle(outcome: AttemptOutcome): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    if (this.#holdsBudget) this.#request.host.budget.release();
-    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome);
-    this.#request.attemptSettled(this);
   }
 }
 

@@ -8,7 +8,7 @@ import { BalancerError } from '../errors.ts';
 import { HealthTracker, type ProbeResult } from '../health/HealthTracker.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
 import { OutcomeJudge } from '../health/OutcomeJudge.ts';
-import type { AttemptOutcome } from '../health/outcome.ts';
+import { measuresServing, type AttemptOutcome } from '../health/outcome.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { ProbeSender } from '../health/sendProbe.ts';
 import { withHost } from '../net/headers.ts';
@@ -20,10 +20,12 @@ import { Totals, type BalancerStats } from '../observability/stats.ts';
 import type { BalancerOptions, UndiciModule } from '../options/BalancerOptions.ts';
 import { resolveOptions, validateTls, type ResolvedOptions } from '../options/validate.ts';
 import { describeTarget } from '../resolver/describeTarget.ts';
+import { limitEndpoints } from '../resolver/limitEndpoints.ts';
 import { createResolver } from '../resolver/parseTarget.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
 import { BalancedRequest } from './BalancedRequest.ts';
 import { EndpointPools } from './EndpointPools.ts';
+import { Hedging } from './Hedge.ts';
 import { registerInternals, type BalancerInternals } from './internals.ts';
 import type { RequestHost } from './RequestHost.ts';
 import { Origins, type KnownOrigin } from './Origins.ts';
@@ -54,8 +56,9 @@ export class Balancer extends undici.Dispatcher {
   readonly #totals: Totals;
   readonly #host: RequestHost;
   readonly #rebalancer: WatchRebalancer | undefined;
-  /** The origin probes are sent for: `options.origin`, else the last balanced request's. */
-  #probeOrigin: URL | undefined;
+  readonly #hedging: Hedging | undefined;
+  /** The origin probes are sent for: the balanced one, never a request's guess. */
+  readonly #probeOrigin: URL;
   /** Our own event-loop lag: a timeout during our stall says nothing about the apiserver. */
   readonly #lag = new LagMonitor();
   #passthrough: Agent | undefined;
@@ -70,7 +73,10 @@ export class Balancer extends undici.Dispatcher {
     this.#options = resolveOptions(options);
     const { clock } = this.#options;
     const tls = (this.#tls = new TlsState(this.#options.tls));
-    this.#resolver = createResolver(this.#options.target, { clock, dns: this.#options.dns, tls: () => tls.current, bootstrap: this.#options.bootstrap });
+    this.#resolver = limitEndpoints(
+      createResolver(this.#options.target, { clock, dns: this.#options.dns, tls: () => tls.current, bootstrap: this.#options.bootstrap }),
+      this.#options.maxEndpoints,
+    );
     this.#undici = this.#options.undici ?? undici;
     this.#set = new EndpointSet(clock, this.#options);
     this.#pools = new EndpointPools(this.#undici, this.#options, tls, (event, origin, targets, error) =>
@@ -118,9 +124,18 @@ export class Balancer extends undici.Dispatcher {
     }
     const rebalance = this.#options.rebalanceWatches;
     if (rebalance) {
-      this.#rebalancer = new WatchRebalancer(this.#set, clock, rebalance.maxPerSecond, (from, to) =>
+      this.#rebalancer = new WatchRebalancer(this.#set, clock, rebalance, (from, to) =>
         this.#emit('rebalance', { from: from.info(), to: to.info() }),
       );
+    }
+    const hedge = this.#options.hedge;
+    if (hedge) {
+      // The hedges that won were read while nothing came from there: only a stall of ours as long
+      // as half the silence could have hidden an answer.
+      const hedging = new Hedging(hedge, clock, (endpoint) => {
+        if (this.#judge.conclusiveTimeout(endpoint, hedging.silenceMs, 2 * hedging.silenceMs)) this.#health.silent(endpoint);
+      });
+      this.#hedging = hedging;
     }
     this.#host = this.#requestHost();
     if (this.#options.logger) attachLogger(this, this.#options.logger);
@@ -206,6 +221,7 @@ export class Balancer extends undici.Dispatcher {
     if (!this.#closed) {
       this.#closed = true;
       this.#rebalancer?.close();
+      this.#hedging?.close();
       this.#prober?.close();
       this.#health.close();
       this.#lag.close();
@@ -221,10 +237,12 @@ export class Balancer extends undici.Dispatcher {
 
   #dispatchBalanced(opts: DispatchOptions, origin: KnownOrigin, handler: DispatchHandler, legacy: boolean): void {
     if (this.#closed) return reportError(handler, closedError());
-    this.#probeOrigin ??= origin.url;
     // undici 8 never runs a legacy (v1) handler over HTTP/2: its route's pool is HTTP/1.1-only (a
-    // Pool ignores a request's `allowH2`; only the passthrough Agent reads it).
-    const route = legacy ? (origin.legacyRoute ??= this.#origins.route(origin.url, true)) : (origin.route ??= this.#origins.route(origin.url, false));
+    // Pool ignores a request's `allowH2`; only the passthrough Agent reads it). Upgrades (exec,
+    // attach, port-forward) take it too: kube-apiserver upgrades HTTP/1.1 only, and undici refuses
+    // a custom upgrade over HTTP/2 or tries a WebSocket as an extended CONNECT no apiserver accepts.
+    const http1 = legacy || (opts.upgrade !== undefined && opts.upgrade !== null);
+    const route = http1 ? (origin.legacyRoute ??= this.#origins.route(origin.url, true)) : (origin.route ??= this.#origins.route(origin.url, false));
     const kind = classify(opts.method, opts.path, opts.upgrade, opts.query);
     const longRunning = kind !== 'short';
     const watch = kind === 'watch';
@@ -244,9 +262,11 @@ export class Balancer extends undici.Dispatcher {
     return {
       maxAttempts: options.maxAttempts,
       maxReplayBytes: options.maxBufferedBody,
+      maxHeldResponse: options.maxHeldResponse,
       budget: this.#budget,
       totals: this.#totals,
       clock: options.clock,
+      hedging: this.#hedging,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;
         if (probationOk) {
@@ -255,7 +275,8 @@ export class Balancer extends undici.Dispatcher {
           if (probation) this.#health.releaseProbation(probation);
         }
         if (exclude) return this.#set.pick({ longRunning, exclude });
-        return this.#set.pick(longRunning ? PICK_LONG_RUNNING : PICK_SHORT);
+        if (longRunning) return rebalancer?.claim() ?? this.#set.pick(PICK_LONG_RUNNING);
+        return this.#set.pick(PICK_SHORT);
       },
       send: (endpoint, route, opts, handler) => this.#pools.get(endpoint, route).dispatch(opts, handler),
       attemptStarted: (endpoint, longRunning, request, attempt) => {
@@ -265,12 +286,14 @@ export class Balancer extends undici.Dispatcher {
         endpoint.inFlight++;
         endpoint.requests++;
         if (longRunning) endpoint.streams++;
+        return request instanceof BalancedRequest && request.timed ? this.#set.timedStart(endpoint) : NaN;
       },
-      attemptEnded: (endpoint, longRunning, outcome) => {
+      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => {
         endpoint.inFlight--;
         if (longRunning) endpoint.streams--;
         endpoint.outcomes[outcomeIndex(outcome)]!++;
         this.#judge.judge(endpoint, outcome);
+        if (!longRunning) this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome));
       },
       retrying: (from, to, reason, attempt, request) => {
         if (retryChannel.hasSubscribers) {
@@ -312,7 +335,7 @@ export class Balancer extends undici.Dispatcher {
 
   #sendProbe(endpoint: Endpoint, settings: ProbeSettings): Promise<ProbeResult | undefined> {
     const origin = this.#probeOrigin;
-    if (!origin || endpoint.removed || this.#closed) return Promise.resolve(undefined);
+    if (endpoint.removed || this.#closed) return Promise.resolve(undefined);
     const route = this.#origins.route(origin, false);
     return this.#probes.send(endpoint, settings, { origin, sni: route.verification.sni, pool: this.#pools.get(endpoint, route) });
   }

@@ -6,6 +6,12 @@ import type { ResolvedOptions } from '../options/validate.ts';
 import type { TlsState } from '../net/TlsState.ts';
 import { tlsConnectOptions, type Route } from '../net/tls.ts';
 
+/**
+ * Pools per endpoint, least recently used evicted (and closed) beyond this: one balanced origin
+ * needs two (HTTP/2 and HTTP/1.1-only), the rest is headroom for TLS name changes.
+ */
+const MAX_POOLS_PER_ENDPOINT = 8;
+
 type PoolSettings = Pick<ResolvedOptions, 'connectTimeout' | 'keepAliveTimeout' | 'pingInterval'>;
 
 /**
@@ -20,7 +26,7 @@ export class EndpointPools {
   readonly #options: PoolSettings;
   readonly #tls: TlsState;
   readonly #forward: (event: string, origin: URL, targets: readonly Dispatcher[], error?: Error) => void;
-  readonly #pools = new Map<Endpoint, Map<Route, Pool>>();
+  readonly #pools = new Map<Endpoint, Map<string, Pool>>();
   /** The TLS generation the pools in `#pools` were made for. */
   #generation: number;
   /** Pools of earlier TLS generations, closing, with the promise of their close. */
@@ -46,10 +52,21 @@ export class EndpointPools {
       byRoute = new Map();
       this.#pools.set(endpoint, byRoute);
     }
-    let pool = byRoute.get(route);
-    if (!pool) {
-      pool = this.#create(endpoint.origin(route.protocol), route);
-      byRoute.set(route, pool);
+    let pool = byRoute.get(route.key);
+    if (pool) {
+      // Least recently used last out; nothing to move when this endpoint has one pool.
+      if (byRoute.size > 1) {
+        byRoute.delete(route.key);
+        byRoute.set(route.key, pool);
+      }
+      return pool;
+    }
+    pool = this.#create(endpoint.origin(route.protocol), route);
+    byRoute.set(route.key, pool);
+    if (byRoute.size > MAX_POOLS_PER_ENDPOINT) {
+      const [oldestKey, oldest] = byRoute.entries().next().value as [string, Pool];
+      byRoute.delete(oldestKey);
+      this.#retire(oldest);
     }
     return pool;
   }
@@ -80,6 +97,13 @@ export class EndpointPools {
     if (byRoute) await Promise.all([...byRoute.values()].map(end));
   }
 
+  /** The number of pools open now (current and closing), for tests and stats. */
+  get size(): number {
+    let n = this.#stale.size;
+    for (const byRoute of this.#pools.values()) n += byRoute.size;
+    return n;
+  }
+
   /** Every pool of the current generation, taken out of the map. */
   #current(): Pool[] {
     const pools = [...this.#pools.values()].flatMap((byRoute) => [...byRoute.values()]);
@@ -90,14 +114,16 @@ export class EndpointPools {
   /** The credentials changed: every pool made with the old ones closes gracefully. */
   #retireStale(): void {
     this.#generation = this.#tls.generation;
-    const old = this.#current();
-    for (const pool of old) {
-      const closed = pool.close().then(
-        () => void this.#stale.delete(pool),
-        () => void this.#stale.delete(pool),
-      );
-      this.#stale.set(pool, closed);
-    }
+    for (const pool of this.#current()) this.#retire(pool);
+  }
+
+  /** Closes a pool gracefully (what runs on it finishes), kept in `#stale` until it has. */
+  #retire(pool: Pool): void {
+    const closed = pool.close().then(
+      () => void this.#stale.delete(pool),
+      () => void this.#stale.delete(pool),
+    );
+    this.#stale.set(pool, closed);
   }
 
   #create(origin: string, route: Route): Pool {

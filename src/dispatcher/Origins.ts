@@ -20,26 +20,30 @@ const MAX_ORIGINS = 256;
  * legacy (HTTP/1.1-only) handlers.
  */
 export class Origins {
-  /** `options.origin` as a string, the only origin balanced when set. */
-  readonly #only: string | undefined;
+  /** `options.origin` as a string, the only origin balanced. */
+  readonly #only: string;
   readonly #tls: TlsState;
   readonly #known = new Map<string, KnownOrigin>();
   readonly #routes = new Map<string, Route>();
   readonly #legacyRoutes = new Map<string, Route>();
+  /** The last origin asked for: a client mostly asks for one, and hashing its string per request costs. */
+  #lastKey: string | undefined;
+  #last: KnownOrigin | undefined;
 
-  constructor(only: URL | undefined, tls: TlsState) {
-    this.#only = only?.origin;
+  constructor(only: URL, tls: TlsState) {
+    this.#only = only.origin;
     this.#tls = tls;
   }
 
   balances(origin: URL): boolean {
-    return this.#only === undefined || this.#only === origin.origin;
+    return this.#only === origin.origin;
   }
 
   known(origin: DispatchOptions['origin']): KnownOrigin {
     if (origin === undefined || origin === null || origin === '') {
       throw new BalancerError('ERR_INVALID_OPTION', 'the request has no origin: call the balancer with an absolute URL');
     }
+    if (origin === this.#lastKey) return this.#last as KnownOrigin;
     const key = typeof origin === 'string' ? origin : origin.origin;
     let known = this.#known.get(key);
     if (!known) {
@@ -48,6 +52,10 @@ export class Origins {
       if (this.#known.size >= MAX_ORIGINS) this.#known.clear();
       this.#known.set(key, known);
     }
+    if (typeof origin === 'string') {
+      this.#lastKey = origin;
+      this.#last = known;
+    }
     return known;
   }
 
@@ -55,7 +63,9 @@ export class Origins {
     const routes = legacy ? this.#legacyRoutes : this.#routes;
     let route = routes.get(origin.origin);
     if (!route) {
-      route = { protocol: origin.protocol, host: origin.host, verification: verificationFor(origin, this.#tls.current), http1Only: legacy };
+      const verification = verificationFor(origin, this.#tls.current);
+      const key = `${origin.protocol}//${origin.host} ${verification.name} ${verification.sni ?? '-'} ${legacy ? 'h1' : 'h2'}`;
+      route = { key, protocol: origin.protocol, host: origin.host, verification, http1Only: legacy };
       if (routes.size >= MAX_ORIGINS) routes.clear();
       routes.set(origin.origin, route);
     }
@@ -67,5 +77,7 @@ export class Origins {
     this.#routes.clear();
     this.#legacyRoutes.clear();
     this.#known.clear();
+    this.#lastKey = undefined;
+    this.#last = undefined;
   }
 }

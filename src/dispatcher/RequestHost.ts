@@ -6,6 +6,7 @@ import type { AttemptOutcome, RetryReason } from '../health/outcome.ts';
 import type { Route } from '../net/tls.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
+import type { Hedging } from './Hedge.ts';
 import type { RetryBudget } from './RetryBudget.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
 
@@ -21,17 +22,22 @@ export interface DescribedRequest {
 export interface RequestHost {
   readonly maxAttempts: number;
   readonly maxReplayBytes: number;
+  /** Bytes of a short GET/HEAD response held until it is complete, so a break before its end is retried; 0: none. */
+  readonly maxHeldResponse: number;
   readonly budget: RetryBudget;
   readonly totals: Totals;
   /** Times the response bodies (see BodyTimer). */
   readonly clock: Clock;
+  /** Hedged requests (short GET/HEAD), unless turned off. */
+  readonly hedging: Hedging | undefined;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
   send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
-  /** The `attempt`-th attempt of `request` goes to `endpoint`. */
-  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): void;
-  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome): void;
+  /** The `attempt`-th attempt of `request` goes to `endpoint`; returns its clock time if it is a timed BalancedRequest, else NaN. */
+  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): number;
+  /** `startedAt`: what `attemptStarted` returned, for the latency of a timed request. */
+  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome, startedAt?: number): void;
   retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number, request: DescribedRequest): void;
   noEndpoints(): BalancerError;
   /** A watch's response reached the caller; until `watchClosed` it may be moved (watch rebalancing). */

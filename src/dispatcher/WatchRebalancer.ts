@@ -5,7 +5,8 @@ import type { Clock, ClockTimer } from '../clock.ts';
 /**
  * How long a moved watch is expected back. Informers re-watch at once after events, but
  * client-node's waits up to 30 s after quiet stretches; until it is back, the endpoint it is
- * headed for counts it, so quiet informers are not moved one after another in the meantime.
+ * headed for counts it (and the next watch to start goes there), so quiet informers are not moved
+ * one after another in the meantime.
  */
 const IN_TRANSIT_MS = 30_000;
 
@@ -18,10 +19,17 @@ export interface MovableWatch {
  * Moves open watches onto an endpoint that joined or came back. Watches are placed where the
  * fewest streams are open when they start, but then stay for up to an hour: without this, a
  * restarted apiserver gets none until they end on their own. Each step ends the oldest watch on
- * the most loaded endpoint (open streams per unit of its share); the caller re-watches from its
- * last resourceVersion and the picker places it where the fewest streams are. Steps are at least
- * `1 / maxPerSecond` s apart and happen only while one would strictly lower the highest load, so a
- * balanced set sees none. Nudged by joins and returns; it stops by itself once balanced.
+ * the endpoint furthest above its quota; the caller re-watches from its last resourceVersion and
+ * the next watch to start goes to the endpoint furthest below (`claim`). Steps are at least
+ * `1 / maxPerSecond` s apart and happen only while some endpoint is below its quota, so a balanced
+ * set sees none. Nudged by joins and returns; it stops by itself once balanced.
+ *
+ * Quotas are the client's watches shared out by the endpoints' shares, rounded with a random
+ * offset drawn once per client (systematic rounding): a client with 3 watches and 5 endpoints gets
+ * quotas such as 1,1,0,1,0, each endpoint 3/5 of a watch on average, so that across a fleet every
+ * apiserver gets its share even though each client on its own cannot split a watch. Rounding the
+ * same way in every client (or moving only when that lowers the client's own highest load) leaves
+ * the fleet where it was after a scale-out: every client's 3 watches on the 3 old apiservers.
  *
  * Nothing here runs per request: only watches that reached their caller are registered.
  */
@@ -35,14 +43,31 @@ export class WatchRebalancer {
   /** Moved watches not yet back: where each is expected, and until when. */
   #inTransit: Array<{ to: Endpoint; until: number }> = [];
   #timer: ClockTimer | undefined;
+  #timerAt = Infinity;
   #lastMove = -Infinity;
   #closed = false;
+  /** This client's offset for rounding quotas, in [0, 1). */
+  readonly #offset: number;
+  /** This client's wait beyond the watch-cache grace, ms. */
+  readonly #graceMs: number;
 
-  constructor(set: EndpointSet, clock: Clock, maxPerSecond: number, moved: (from: Endpoint, to: Endpoint) => void) {
+  /**
+   * `graceMs`: a watch is not moved onto an endpoint ready for less than this (plus up to a third of
+   * it, at random per client, so that a fleet whose clients all saw the endpoint return does not
+   * move its watches in the same second). A restarted or new apiserver's watch cache begins at the
+   * resourceVersion it started from and answers a watch from an older one with 410, after which
+   * the informer re-lists (a LIST, the most expensive request there is); watches elsewhere get a
+   * bookmark about once a minute, so after that their resourceVersion is newer than that cache.
+   * `npm run fleet -- --scenario rolling-restart`: without it, every watch moved onto a returning
+   * apiserver re-listed.
+   */
+  constructor(set: EndpointSet, clock: Clock, settings: { maxPerSecond: number; graceMs: number }, moved: (from: Endpoint, to: Endpoint) => void, random: () => number = Math.random) {
     this.#set = set;
     this.#clock = clock;
-    this.#intervalMs = 1000 / maxPerSecond;
+    this.#intervalMs = 1000 / settings.maxPerSecond;
     this.#moved = moved;
+    this.#offset = random();
+    this.#graceMs = settings.graceMs * (1 + random() / 3);
   }
 
   opened(endpoint: Endpoint, watch: MovableWatch): void {
@@ -52,8 +77,21 @@ export class WatchRebalancer {
       this.#watches.set(endpoint, watches);
     }
     watches.add(watch);
-    // A watch that opens is most likely one that was moved, back.
-    this.#inTransit.shift();
+  }
+
+  /**
+   * Where the next watch should go, when a moved one is on its way: the endpoint it was moved for
+   * (the picker alone would place it on any endpoint with the fewest streams, often the one it
+   * left). Whichever watch starts next takes the place; from then on its stream counts there.
+   */
+  claim(): Endpoint | undefined {
+    if (this.#inTransit.length === 0) return undefined;
+    const now = this.#clock.now();
+    while (this.#inTransit.length > 0) {
+      const { to, until } = this.#inTransit.shift()!;
+      if (until > now && !to.removed && to.state === 'ready') return to;
+    }
+    return undefined;
   }
 
   closed(endpoint: Endpoint, watch: MovableWatch): void {
@@ -65,9 +103,7 @@ export class WatchRebalancer {
 
   /** An endpoint joined or came back: start moving watches, within the rate. */
   nudge(): void {
-    if (this.#closed || this.#timer !== undefined) return;
-    const wait = Math.max(0, this.#lastMove + this.#intervalMs - this.#clock.now());
-    this.#timer = this.#clock.setTimeout(() => this.#step(), wait);
+    this.#wake(this.#lastMove + this.#intervalMs);
   }
 
   close(): void {
@@ -76,52 +112,99 @@ export class WatchRebalancer {
     this.#timer = undefined;
   }
 
+  /** Runs a step at clock time `at` (or now, if that has passed), unless one is due sooner. */
+  #wake(at: number): void {
+    if (this.#closed || (this.#timer !== undefined && this.#timerAt <= at)) return;
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = this.#clock.setTimeout(() => this.#step(), Math.max(0, at - this.#clock.now()));
+  }
+
   #step(): void {
     this.#timer = undefined;
+    this.#timerAt = Infinity;
     if (this.#closed) return;
-    const move = this.#plan();
-    if (!move) return;
+    // Node computes a timer's deadline from the event loop's cached time, which lags after a long
+    // synchronous stretch: the timer can fire before `maxPerSecond` allows. The clock decides.
+    const due = this.#lastMove + this.#intervalMs;
+    if (this.#clock.now() < due) return this.#wake(due);
+    const plan = this.#plan();
+    if (!plan) return;
+    if ('until' in plan) return this.#wake(plan.until);
     this.#lastMove = this.#clock.now();
-    this.#inTransit.push({ to: move.to, until: this.#lastMove + IN_TRANSIT_MS });
-    move.watch.move();
-    this.#moved(move.from, move.to);
-    this.#timer = this.#clock.setTimeout(() => this.#step(), this.#intervalMs);
+    this.#inTransit.push({ to: plan.to, until: this.#lastMove + IN_TRANSIT_MS });
+    plan.watch.move();
+    this.#moved(plan.from, plan.to);
+    this.#wake(this.#lastMove + this.#intervalMs);
   }
 
   /**
-   * The watch to move, if moving it lowers the load: the target is where the picker would place a
-   * new watch (fewest streams per share); the source is the ready endpoint with the most, one that
-   * takes no share (an idle priority level, a backup) counting as infinitely loaded.
+   * The watch to move, if an endpoint is below its quota: the target is the one furthest below
+   * (counting watches headed there), the source the ready endpoint furthest above — one that
+   * takes no share (an idle priority level, a backup) has a quota of 0. `until`: the only endpoints
+   * below quota are still in their watch-cache grace; look again then.
    */
-  #plan(): { watch: MovableWatch; from: Endpoint; to: Endpoint } | undefined {
+  #plan(): { watch: MovableWatch; from: Endpoint; to: Endpoint } | { until: number } | undefined {
     const now = this.#clock.now();
     this.#inTransit = this.#inTransit.filter((t) => t.until > now);
     const expected = new Map<Endpoint, number>();
     for (const { to } of this.#inTransit) expected.set(to, (expected.get(to) ?? 0) + 1);
-    const shares = this.#set.shares();
+    const quotas = this.#quotas(expected);
     let to: Endpoint | undefined;
-    let toLoad = Infinity;
-    for (const [endpoint, share] of shares) {
-      if (share <= 0) continue;
-      const load = (endpoint.streams + (expected.get(endpoint) ?? 0) + 1) / share;
-      if (load < toLoad) {
-        to = endpoint;
-        toLoad = load;
+    let toDeficit = 0;
+    let until = Infinity;
+    for (const [endpoint, quota] of quotas) {
+      const deficit = quota - endpoint.streams - (expected.get(endpoint) ?? 0);
+      if (deficit <= toDeficit) continue;
+      const eligible = endpoint.readySince + this.#graceMs;
+      if (eligible > now) {
+        until = Math.min(until, eligible);
+        continue;
       }
+      to = endpoint;
+      toDeficit = deficit;
     }
-    if (!to) return undefined;
+    if (!to) return until < Infinity ? { until } : undefined;
     let from: Endpoint | undefined;
-    let fromLoad = toLoad;
+    let fromSurplus = 0;
     for (const endpoint of this.#watches.keys()) {
       if (endpoint === to || endpoint.removed || endpoint.state !== 'ready') continue;
-      const share = shares.get(endpoint) ?? 0;
-      const load = share > 0 ? endpoint.streams / share : Infinity;
-      if (load > fromLoad) {
+      const surplus = endpoint.streams - (quotas.get(endpoint) ?? 0);
+      if (surplus > fromSurplus) {
         from = endpoint;
-        fromLoad = load;
+        fromSurplus = surplus;
       }
     }
     const watch = from && this.#watches.get(from)?.values().next().value;
-    return from && watch ? { watch, from, to } : undefined;
+    if (from && watch) return { watch, from, to };
+    return until < Infinity ? { until } : undefined;
+  }
+
+  /**
+   * Every endpoint's quota: the client's streams (open, and moved ones on their way) times its
+   * share, rounded systematically with this client's offset, in the set's order. Quotas add up
+   * to the streams; each is its exact share on average over offsets, so over clients.
+   */
+  #quotas(expected: ReadonlyMap<Endpoint, number>): Map<Endpoint, number> {
+    const shares = this.#set.shares();
+    let streams = 0;
+    let total = 0;
+    for (const [endpoint, share] of shares) {
+      streams += endpoint.streams + (expected.get(endpoint) ?? 0);
+      total += share;
+    }
+    for (const endpoint of this.#watches.keys()) if (!shares.has(endpoint)) streams += endpoint.streams;
+    const quotas = new Map<Endpoint, number>();
+    if (total <= 0) return quotas;
+    let cumulative = 0;
+    let below = Math.floor(this.#offset);
+    for (const [endpoint, share] of shares) {
+      cumulative += (streams * share) / total;
+      // The rounding error of the running sum must not make the last quota miss a stream.
+      const upTo = Math.floor(cumulative + this.#offset + 1e-9);
+      quotas.set(endpoint, upTo - below);
+      below = upTo;
+    }
+    return quotas;
   }
 }

@@ -1,3 +1,4 @@
+import type { Endpoint } from '../balancer/Endpoint.ts';
 import type { FailureKind, RetryReason } from '../health/outcome.ts';
 
 // The rules of the design's retry-safety table that depend on the request and the failure alone;
@@ -18,4 +19,14 @@ export function isEviction(method: string, path: string): boolean {
 /** Failures that prove the apiserver never ran the request. */
 export function notSent(kind: FailureKind | RetryReason, started: boolean): boolean {
   return kind === 'connect' || kind === 'tls' || kind === 'refused' || (kind === 'reset' && !started);
+}
+
+/**
+ * Whether a throttled request may go to `endpoint`: not when it is resting (throttled or ejected) or
+ * draining, which panic mode still offers. When every endpoint is throttled the 429 is the answer,
+ * with its Retry-After: back-pressure for the caller, not a round of retries on servers that are
+ * shedding load.
+ */
+export function takesThrottledRetry(endpoint: Endpoint): boolean {
+  return endpoint.state !== 'ejected' && endpoint.state !== 'draining';
 }

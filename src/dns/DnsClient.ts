@@ -75,11 +75,12 @@ export class DnsClient {
 
   /**
    * A client configured from `/etc/resolv.conf` (read once, on the first lookup), `LOCALDOMAIN`
-   * and `RES_OPTIONS`, with `overrides` on top.
+   * and `RES_OPTIONS`, with `overrides` on top. `hostname` (default: the system's) gives the
+   * search list when nothing else does.
    */
-  static fromSystem(overrides: DnsClientOverrides, clock: Clock, path?: string): DnsClient {
+  static fromSystem(overrides: DnsClientOverrides, clock: Clock, path?: string, hostname?: string): DnsClient {
     return new DnsClient(async () => {
-      const conf = await readResolvConf(path);
+      const conf = await readResolvConf(path, process.env, hostname);
       // glibc waits 5 s per try by default; a refresher that can serve stale answers should not.
       const timeout = overrides.timeout ?? Math.min(conf.timeout * 1000, 2000);
       return {
@@ -106,17 +107,24 @@ export class DnsClient {
     const deadline = this.#clock.now() + config.deadline;
     let negative: DnsAnswer | undefined;
     let failure: DnsError | undefined;
-    for (const candidate of searchCandidates(name, config.search, config.ndots)) {
+    const candidates = searchCandidates(name, config.search, config.ndots);
+    const outcomes: string[] = [];
+    for (const candidate of candidates) {
       try {
         const answer = await this.#resolve(candidate, type, config, deadline, signal);
         if (answer.kind === 'records') return answer;
         negative = { ...answer, ttl: Math.min(negative?.ttl ?? Infinity, answer.ttl) };
+        outcomes.push(`${candidate}: ${answer.kind}`);
       } catch (error) {
         if (!(error instanceof DnsError) || error.reason === 'ABORTED') throw error;
         failure ??= error;
+        outcomes.push(`${candidate}: ${error.reason}`);
       }
     }
-    // Like glibc: after a failure, a later NXDOMAIN does not prove that the name does not exist.
+    // Like glibc: after a failure, a later NXDOMAIN does not prove that the name does not exist
+    // (its res_search then reports TRY_AGAIN), and the failure is the name's as written, not that
+    // of one search-list name: each one's outcome goes in the detail.
+    if (failure && candidates.length > 1) throw new DnsError(failure.reason, `${name} ${type}`, `tried ${outcomes.join(', ')}`, { cause: failure });
     if (failure) throw failure;
     return negative!;
   }
@@ -159,7 +167,8 @@ export class DnsClient {
 
   /**
    * glibc's server loop: `attempts` rounds over the servers, the per-try timeout doubling each
-   * round, within the overall deadline. NOERROR and NXDOMAIN are answers; anything else moves on.
+   * round, within the overall deadline. NOERROR and NXDOMAIN are answers, except a referral (a
+   * lame server); anything else moves on.
    */
   async #ask(name: string, type: QueryType, config: DnsClientConfig, deadline: number, signal: AbortSignal | undefined): Promise<{ response: Response; transport: 'udp' | 'tcp' }> {
     const servers = config.servers;
@@ -174,8 +183,9 @@ export class DnsClient {
         try {
           const result = await this.#askServer(server, name, type, Math.min(timeout, remaining), signal);
           const rcode = result.response.rcode;
-          if (rcode === RCODE.NOERROR || rcode === RCODE.NXDOMAIN) return result;
-          lastError = new DnsError(rcodeReason(rcode), `${name} ${type} @${endpointKey(server)}`, `rcode ${rcode}`);
+          if (result.response.referral) lastError = new DnsError('REFERRAL', `${name} ${type} @${endpointKey(server)}`, 'no answer, not authoritative, no recursion');
+          else if (rcode === RCODE.NOERROR || rcode === RCODE.NXDOMAIN) return result;
+          else lastError = new DnsError(rcodeReason(rcode), `${name} ${type} @${endpointKey(server)}`, `rcode ${rcode}`);
         } catch (error) {
           if (!(error instanceof DnsError) || error.reason === 'ABORTED') throw error;
           lastError = error;

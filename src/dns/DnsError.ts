@@ -13,6 +13,8 @@ export type DnsErrorReason =
   | 'NOTIMP'
   /** Any other response code. */
   | 'RCODE'
+  /** NOERROR without an answer, not authoritative, without recursion: a referral (glibc moves on). */
+  | 'REFERRAL'
   /** No matching answer within the per-try timeout or the overall deadline. */
   | 'TIMEOUT'
   /** The server's port is closed (ICMP unreachable on a connected UDP socket, RST over TCP). */

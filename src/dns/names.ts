@@ -41,7 +41,8 @@ export function sameName(a: string, b: string): boolean {
 export function searchCandidates(name: string, search: readonly string[], ndots: number): string[] {
   if (isAbsolute(name)) return [stripDot(name)];
   const dots = name.split('.').length - 1;
-  const expanded = search.map((domain) => `${name}.${stripDot(domain)}`).filter((n) => nameProblem(n) === undefined);
+  // The root in the list (`.`) is the name as it is, at that place (glibc's root_on_list).
+  const expanded = search.map((domain) => (stripDot(domain) === '' ? name : `${name}.${stripDot(domain)}`)).filter((n) => nameProblem(n) === undefined);
   const unique = (list: string[]): string[] => [...new Map(list.map((n) => [canonical(n), n])).values()];
   return unique(dots >= ndots ? [name, ...expanded] : [...expanded, name]);
 }

@@ -33,6 +33,12 @@ export interface Response {
   /** Full RCODE: header bits plus the OPT record's extended bits (RFC 6891 §6.1.3). */
   rcode: number;
   truncated: boolean;
+  /**
+   * A referral rather than an answer: NOERROR with no answer record, neither authoritative nor
+   * recursion-available, and nothing in the additional section but our EDNS OPT (a server that is
+   * lame for the name). glibc's res_send moves on to the next server ("referred query").
+   */
+  referral: boolean;
   answers: WireRecord[];
   authorities: WireRecord[];
   additionals: WireRecord[];
@@ -87,7 +93,11 @@ export function parseResponse(buf: Buffer, query: Query): Response | undefined {
   const authorities = records(packet.authorities);
   const additionals = records(packet.additionals);
   if (!answers || !authorities || !additionals) return undefined;
-  return { rcode, truncated: packet.flag_tc, answers, authorities, additionals };
+  // Header counts, not what `records` kept: glibc looks at ANCOUNT and ARCOUNT. The OPT record is
+  // not counted, since glibc sends none by default and so never sees one come back.
+  const opts = (packet.additionals ?? []).filter((r) => r.type === 'OPT').length;
+  const referral = rcode === RCODE.NOERROR && buf.readUInt16BE(6) === 0 && !packet.flag_aa && !packet.flag_ra && buf.readUInt16BE(10) - opts === 0;
+  return { rcode, truncated: packet.flag_tc, referral, answers, authorities, additionals };
 }
 
 /** Validated copies of the records we use; `undefined` if any of them is implausible. */

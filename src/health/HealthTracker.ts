@@ -88,6 +88,16 @@ export class HealthTracker {
     if (reason === 'unreachable') this.#listener.unreachable(endpoint);
   }
 
+  /**
+   * Hedges keep winning against the endpoint and it has answered nothing for a while: most likely
+   * a black hole. No new requests go there; those running there are left alone (their hedges, a
+   * probe or an HTTP/2 PING settle them), so a merely stalled apiserver loses none.
+   */
+  silent(endpoint: Endpoint): void {
+    if (endpoint.removed || (endpoint.state !== 'ready' && endpoint.state !== 'probing')) return;
+    this.#eject(endpoint, this.#of(endpoint), 'unreachable');
+  }
+
   /** A 5xx, a broken connection or a request timeout. */
   serverError(endpoint: Endpoint): void {
     if (endpoint.removed) return;
@@ -245,7 +255,10 @@ export class HealthTracker {
       h.timer = undefined;
       if (endpoint.state !== 'ejected') return;
       endpoint.state = 'probing';
-      this.#probing.add(endpoint);
+      // A certificate that failed verification is no passing fault: a caller's request would only
+      // fail on it again. Probes (which verify the same way) bring it back; requests do only
+      // when there are no probes.
+      if (reason !== 'tls' || !this.#settings.probes) this.#probing.add(endpoint);
       this.#listener.changed();
     }, ms);
     this.#listener.eject(endpoint, reason, ms);

@@ -3,6 +3,7 @@ import type { Clock } from '../clock.ts';
 import type { HealthTracker } from './HealthTracker.ts';
 import type { LagMonitor } from './LagMonitor.ts';
 import type { AttemptOutcome, FailureKind } from './outcome.ts';
+import { isResourceVersionTooLarge, isShutdown429, isShutdown503 } from './rejections.ts';
 import { retryAfterMs } from './retryAfter.ts';
 
 export interface JudgeSettings {
@@ -69,12 +70,17 @@ export class OutcomeJudge {
     const { statusCode, headers } = outcome;
     const now = this.#clock.now();
     endpoint.lastAnswerAt = now;
-    if (statusCode >= 500) {
+    if (isShutdown503(statusCode, headers, outcome.body)) {
+      this.#health.shuttingDown(endpoint, retryAfterMs(headers['retry-after']));
+    } else if (isResourceVersionTooLarge(statusCode, outcome.body)) {
+      // Its watch cache lags behind the version asked for: an answer about that read, not about its health.
+      this.#health.releaseProbation(endpoint);
+    } else if (statusCode >= 500) {
       endpoint.failures++;
       this.#health.serverError(endpoint);
     } else if (statusCode === 429 && !outcome.eviction) {
       const wait = retryAfterMs(headers['retry-after']);
-      if (isShutdownResponse(headers, outcome.body)) this.#health.shuttingDown(endpoint, wait);
+      if (isShutdown429(headers, outcome.body)) this.#health.shuttingDown(endpoint, wait);
       else this.#health.throttled(endpoint, wait);
     } else {
       this.#hooks.earned(now);
@@ -101,17 +107,6 @@ export class OutcomeJudge {
     const deadline = this.#settings.connectTimeout;
     return this.conclusiveTimeout(endpoint, deadline, deadline);
   }
-}
-
-/**
- * A 429 from an apiserver that is shutting down (`--shutdown-send-retry-after`) rather than from API
- * Priority and Fairness: it closes the connection (HTTP/1.1; on HTTP/2 Go turns that into GOAWAY)
- * and says so in its body, and carries none of APF's `X-Kubernetes-PF-*` headers.
- */
-function isShutdownResponse(headers: Record<string, string | string[] | undefined>, body: string): boolean {
-  if (String(headers.connection ?? '').toLowerCase().includes('close')) return true;
-  if (body.includes('shutting down')) return true;
-  return false;
 }
 
 function isTimeout(error: Error): boolean {

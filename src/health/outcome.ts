@@ -25,4 +25,9 @@ export type AttemptOutcome =
   | { type: 'aborted' };
 
 /** Why a request was tried again on another endpoint (a failure kind, or the status that allowed it). */
-export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | '5xx';
+export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | 'shutdown' | '5xx' | 'hedge';
+
+/** An answer the apiserver computed: its time measures how loaded the apiserver is (a 429 or 5xx does not). */
+export function measuresServing(outcome: AttemptOutcome): boolean {
+  return outcome.type === 'response' && outcome.statusCode < 500 && outcome.statusCode !== 429;
+}

@@ -1,13 +1,15 @@
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import type { Policy } from '../balancer/Picker.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import type { DnsClientOverrides } from '../dns/DnsClient.ts';
 import { parseNameServer } from '../dns/ResolvConf.ts';
 import { invalidOption } from '../errors.ts';
+import { isHostName, isIpLiteral } from '../net/hostnames.ts';
 import type { Pem, ResolvedTls, TlsOptions } from '../net/tls.ts';
 import { isLogger, type Logger } from '../observability/logger.ts';
 import type { ResolvedBootstrap, ResolverContext, Target } from '../resolver/parseTarget.ts';
-import { defaultOptions, type BalancerOptions, type BootstrapOptions, type DnsOptions, type ProbeOptions, type UndiciModule } from './BalancerOptions.ts';
+import { knownKeys, rejectUnknownKeys } from './knownKeys.ts';
+import { defaultOptions, hedgeDefaults, type BalancerOptions, type BootstrapOptions, type DnsOptions, type ProbeOptions, type UndiciModule } from './BalancerOptions.ts';
 
 /**
  * Options after validation, with defaults applied: plain data. The balancer builds what they
@@ -18,7 +20,8 @@ export interface ResolvedOptions {
   target: Target;
   dns: ResolverContext['dns'];
   bootstrap: ResolvedBootstrap | undefined;
-  origin: URL | undefined;
+  /** The one origin balanced: `options.origin`, else `bootstrap.server`'s. */
+  origin: URL;
   tls: ResolvedTls;
   undici: UndiciModule | undefined;
   connectTimeout: number;
@@ -28,6 +31,7 @@ export interface ResolvedOptions {
   maxAttempts: number;
   retryBudget: { percent: number; min: number };
   maxBufferedBody: number;
+  maxHeldResponse: number;
   consecutive5xx: number;
   baseEjectionMs: number;
   maxEjectionMs: number;
@@ -38,23 +42,27 @@ export interface ResolvedOptions {
   slowStartMs: number;
   panicThreshold: number;
   logger: Logger | undefined;
-  rebalanceWatches: { maxPerSecond: number } | false;
+  rebalanceWatches: { maxPerSecond: number; graceMs: number } | false;
+  maxEndpoints: number;
+  hedge: { minDelayMs: number; maxDelayMs: number; percentile: number } | false;
 }
 
 /** Validates everything up front so a bad option fails at construction, naming the field. */
 export function resolveOptions(options: BalancerOptions): ResolvedOptions {
   if (typeof options !== 'object' || options === null) throw invalidOption('', options, 'must be an object');
+  rejectUnknownKeys('', options, knownKeys['']!);
   if (options.target === undefined) throw invalidOption('target', undefined, 'is required');
   const clock = validateClock(options.clock);
   const dns = validateDns(options.dns);
   const tls = validateTls(options.tls ?? {});
   const undici = validateUndici(options.undici);
   const bootstrap = validateBootstrap(options.bootstrap);
+  const origin = validateOrigin(options, bootstrap);
   return {
     target: options.target,
     dns,
     bootstrap,
-    origin: options.origin === undefined ? undefined : parseOrigin(options.origin),
+    origin,
     tls,
     undici,
     connectTimeout: positiveMs('connectTimeout', options.connectTimeout ?? defaultOptions.connectTimeout),
@@ -64,6 +72,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     maxAttempts: integerIn('maxAttempts', options.maxAttempts ?? defaultOptions.maxAttempts, 1, 10),
     retryBudget: validateRetryBudget(options.retryBudget),
     maxBufferedBody: integerIn('maxBufferedBody', options.maxBufferedBody ?? defaultOptions.maxBufferedBody, 0, 2 ** 30),
+    maxHeldResponse: integerIn('maxHeldResponse', options.maxHeldResponse ?? defaultOptions.maxHeldResponse, 0, 2 ** 30),
     consecutive5xx: integerIn('consecutive5xx', options.consecutive5xx ?? defaultOptions.consecutive5xx, 1, 1000),
     baseEjectionMs: positiveMs('baseEjectionMs', options.baseEjectionMs ?? defaultOptions.baseEjectionMs),
     maxEjectionMs: positiveMs('maxEjectionMs', options.maxEjectionMs ?? defaultOptions.maxEjectionMs),
@@ -75,21 +84,54 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
     panicThreshold: fraction('panicThreshold', options.panicThreshold ?? defaultOptions.panicThreshold),
     logger: validateLogger(options.logger),
     rebalanceWatches: validateRebalance(options.rebalanceWatches),
+    hedge: validateHedge(options.hedge),
+    maxEndpoints: integerIn('maxEndpoints', options.maxEndpoints ?? defaultOptions.maxEndpoints, 1, 10_000),
   };
+}
+
+/**
+ * The balanced origin must be known up front: guessed from the first request, one request to another
+ * site made it the probe origin and judged the endpoints by a name they were never verified for.
+ */
+function validateOrigin(options: BalancerOptions, bootstrap: ResolvedBootstrap | undefined): URL {
+  const origin = options.origin !== undefined ? parseOrigin(options.origin) : bootstrap && new URL(bootstrap.server.origin);
+  if (!origin) {
+    throw invalidOption('origin', undefined, "is required (or bootstrap.server): only requests to this origin are balanced, e.g. origin: 'https://kubernetes.default.svc'");
+  }
+  // Probes go to the origin on their own schedule: never with credentials in clear text.
+  if (origin.protocol === 'http:' && options.probe && options.probe.headers !== undefined) {
+    throw invalidOption('probe.headers', options.probe.headers, `must not be set for the http: origin ${origin.origin}: probes would carry them in clear text`);
+  }
+  return origin;
 }
 
 function validateRebalance(rebalance: BalancerOptions['rebalanceWatches']): ResolvedOptions['rebalanceWatches'] {
   if (rebalance === false) return false;
   if (rebalance === undefined) return { ...defaultOptions.rebalanceWatches };
-  if (typeof rebalance !== 'object' || rebalance === null) throw invalidOption('rebalanceWatches', rebalance, 'must be { maxPerSecond } or false');
+  if (typeof rebalance !== 'object' || rebalance === null) throw invalidOption('rebalanceWatches', rebalance, 'must be { maxPerSecond, graceMs } or false');
+  rejectUnknownKeys('rebalanceWatches', rebalance, knownKeys['rebalanceWatches']!);
   const rate = rebalance.maxPerSecond ?? defaultOptions.rebalanceWatches.maxPerSecond;
   if (typeof rate !== 'number' || !(rate > 0 && rate <= 1000)) throw invalidOption('rebalanceWatches.maxPerSecond', rate, 'must be a number above 0, at most 1000');
-  return { maxPerSecond: rate };
+  return { maxPerSecond: rate, graceMs: nonNegativeMs('rebalanceWatches.graceMs', rebalance.graceMs ?? defaultOptions.rebalanceWatches.graceMs) };
+}
+
+function validateHedge(hedge: BalancerOptions['hedge']): ResolvedOptions['hedge'] {
+  if (hedge === false || hedge === undefined) return false;
+  if (typeof hedge !== 'object' || hedge === null) throw invalidOption('hedge', hedge, 'must be { minDelayMs, maxDelayMs, percentile } or false');
+  rejectUnknownKeys('hedge', hedge, knownKeys['hedge']!);
+  const d = hedgeDefaults;
+  const minDelayMs = positiveMs('hedge.minDelayMs', hedge.minDelayMs ?? d.minDelayMs);
+  const maxDelayMs = positiveMs('hedge.maxDelayMs', hedge.maxDelayMs ?? Math.max(d.maxDelayMs, minDelayMs));
+  if (maxDelayMs < minDelayMs) throw invalidOption('hedge.maxDelayMs', maxDelayMs, 'must be at least hedge.minDelayMs');
+  const percentile = hedge.percentile ?? d.percentile;
+  if (typeof percentile !== 'number' || !(percentile >= 50 && percentile <= 99.9)) throw invalidOption('hedge.percentile', percentile, 'must be a number in [50, 99.9]');
+  return { minDelayMs, maxDelayMs, percentile };
 }
 
 function validateBootstrap(bootstrap: BootstrapOptions | undefined): ResolvedBootstrap | undefined {
   if (bootstrap === undefined) return undefined;
   if (typeof bootstrap !== 'object' || bootstrap === null) throw invalidOption('bootstrap', bootstrap, 'must be an object { server, headers?, lastResort? }');
+  rejectUnknownKeys('bootstrap', bootstrap, knownKeys['bootstrap']!);
   const server = httpUrl('bootstrap.server', bootstrap.server, 'https://10.96.0.1:443');
   if (server.search || server.hash || server.username || server.password) {
     throw invalidOption('bootstrap.server', String(bootstrap.server), 'must be scheme, host, port and an optional path, without query or credentials');
@@ -109,7 +151,7 @@ function validateHeaders(field: string, headers: unknown): void {
   }
 }
 
-const policies: readonly Policy[] = ['round-robin', 'least-request'];
+const policies: readonly Policy[] = ['weighted-round-robin', 'round-robin', 'least-request'];
 
 function validatePolicy(policy: unknown): Policy {
   if (!policies.includes(policy as Policy)) throw invalidOption('policy', policy, `must be one of ${policies.map((p) => `'${p}'`).join(', ')}`);
@@ -122,8 +164,20 @@ function validateLogger(logger: unknown): Logger | undefined {
   return logger;
 }
 
+/**
+ * Node's timers hold a signed 32-bit count of milliseconds: a longer delay fires after 1 ms (with
+ * a TimeoutOverflowWarning), so `probe.intervalMs: 1e12` would probe a thousand times a second.
+ * Every millisecond option goes through `nonNegativeMs`/`positiveMs`, which reject such values.
+ */
+const maxTimerMs = 2 ** 31 - 1;
+
 function nonNegativeMs(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw invalidOption(field, value, 'must be a number of milliseconds, 0 or more');
+  return belowTimerLimit(field, value);
+}
+
+function belowTimerLimit(field: string, value: number): number {
+  if (value > maxTimerMs) throw invalidOption(field, value, `must be at most ${maxTimerMs} ms (2^31-1, the longest delay a Node timer keeps; about 24.8 days)`);
   return value;
 }
 
@@ -135,6 +189,7 @@ function fraction(field: string, value: unknown): number {
 function validateDns(dns: DnsOptions | undefined): ResolverContext['dns'] {
   if (dns === undefined) return { ...defaultOptions.dns };
   if (typeof dns !== 'object' || dns === null) throw invalidOption('dns', dns, 'must be an object');
+  rejectUnknownKeys('dns', dns, knownKeys['dns']!);
   const overrides: DnsClientOverrides = {};
   if (dns.servers !== undefined) {
     if (!Array.isArray(dns.servers) || dns.servers.length === 0) throw invalidOption('dns.servers', dns.servers, 'must be a non-empty array of addresses');
@@ -180,6 +235,7 @@ function httpUrl(field: string, value: string | URL, example: string): URL {
 
 export function validateTls(tls: TlsOptions): ResolvedTls {
   if (typeof tls !== 'object' || tls === null) throw invalidOption('tls', tls, 'must be an object');
+  rejectUnknownKeys('tls', tls, knownKeys['tls']!);
   if (tls.ca !== undefined) {
     const list: readonly unknown[] = Array.isArray(tls.ca) ? tls.ca : [tls.ca];
     list.forEach((pem, i) => checkCertificates(Array.isArray(tls.ca) ? `tls.ca[${i}]` : 'tls.ca', pem));
@@ -190,14 +246,17 @@ export function validateTls(tls: TlsOptions): ResolvedTls {
   }
   if (tls.key !== undefined) {
     if (!isPem(tls.key)) throw invalidOption('tls.key', tls.key, 'must be a PEM private key (string or Buffer)');
+    let key: KeyObject;
     try {
-      createPrivateKey(tls.key);
+      key = createPrivateKey(tls.key);
     } catch (err) {
       throw invalidOption('tls.key', tls.key, `must be a valid PEM private key (${(err as Error).message})`);
     }
+    // A key of another pair would fail every handshake, and each failure would count against an endpoint.
+    if (!new X509Certificate(tls.cert!).checkPrivateKey(key)) throw invalidOption('tls.key', tls.key, 'is not the private key of tls.cert (its first certificate)');
   }
-  if (tls.servername !== undefined && (typeof tls.servername !== 'string' || tls.servername === '' || /[\s/]/.test(tls.servername))) {
-    throw invalidOption('tls.servername', tls.servername, 'must be a host name or IP address');
+  if (tls.servername !== undefined && (typeof tls.servername !== 'string' || !(isHostName(tls.servername) || isIpLiteral(tls.servername)))) {
+    throw invalidOption('tls.servername', tls.servername, 'must be a host name or IP address, without a port or a scheme');
   }
   if (tls.rejectUnauthorized !== undefined && typeof tls.rejectUnauthorized !== 'boolean') {
     throw invalidOption('tls.rejectUnauthorized', tls.rejectUnauthorized, 'must be a boolean');
@@ -236,6 +295,7 @@ function validateUndici(undici: UndiciModule | undefined): UndiciModule | undefi
 function validateRetryBudget(budget: BalancerOptions['retryBudget']): ResolvedOptions['retryBudget'] {
   if (budget === undefined) return { ...defaultOptions.retryBudget };
   if (typeof budget !== 'object' || budget === null) throw invalidOption('retryBudget', budget, 'must be an object { percent, min }');
+  rejectUnknownKeys('retryBudget', budget, knownKeys['retryBudget']!);
   return {
     percent: integerIn('retryBudget.percent', budget.percent ?? defaultOptions.retryBudget.percent, 0, 100),
     min: integerIn('retryBudget.min', budget.min ?? defaultOptions.retryBudget.min, 0, 1_000_000),
@@ -246,6 +306,7 @@ function validateProbe(probe: BalancerOptions['probe']): ResolvedOptions['probe'
   if (probe === false) return false;
   if (probe === undefined) return { ...defaultOptions.probe, headers: {} };
   if (typeof probe !== 'object' || probe === null) throw invalidOption('probe', probe, 'must be an object or false');
+  rejectUnknownKeys('probe', probe, knownKeys['probe']!);
   const path = probe.path ?? defaultOptions.probe.path;
   if (typeof path !== 'string' || !path.startsWith('/')) throw invalidOption('probe.path', path, 'must be a path starting with "/"');
   const headers = probe.headers ?? {};
@@ -275,5 +336,5 @@ function validateClock(clock: Clock | undefined): Clock {
 
 function positiveMs(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw invalidOption(field, value, 'must be a positive number of milliseconds');
-  return value;
+  return belowTimerLimit(field, value);
 }

@@ -2,6 +2,7 @@ import type { Clock, ClockTimer } from '../clock.ts';
 import type { DnsCache } from '../dns/DnsCache.ts';
 import type { DnsError } from '../dns/DnsError.ts';
 import { endpointSignature, inKeyOrder, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { describeDropped } from './usableAddress.ts';
 
 /** One resolution round's outcome, as a DNS lookup strategy (SRV, A/AAAA) reports it. */
 export interface DnsLookupResult {
@@ -14,6 +15,8 @@ export interface DnsLookupResult {
   stale: boolean;
   /** Clock time (ms) when one of the answers used wants refreshing. */
   refreshAt: number;
+  /** Addresses DNS listed that are never dialled (`0.0.0.0 (unspecified)`…), left out of `endpoints`. */
+  dropped: string[];
 }
 
 export type DnsLookup = (cache: DnsCache, force: boolean) => Promise<DnsLookupResult>;
@@ -31,7 +34,7 @@ export interface DnsResolverOptions {
 const MIN_ROUND_INTERVAL = 1_000;
 /**
  * The least time between two rounds the TTLs ask for. Each answer is refreshed on its own schedule
- * (never sooner than 75 % of `minTtl` after it was fetched), so this only guards against a tight loop.
+ * (never sooner than 88 % of `minTtl` after it was fetched), so this only guards against a tight loop.
  */
 const MIN_TIMER_GAP = 250;
 
@@ -49,6 +52,8 @@ export class DnsResolver implements Resolver {
   #current: EndpointAddress[] | undefined;
   #negativeSince: number | undefined;
   #staleWarned = false;
+  /** The unusable addresses last warned about, so that each listing is warned about once. */
+  #droppedWarned = '';
   /** A cached failure comes back with every lookup until its retry: report each one once. */
   readonly #reported = new WeakSet<Error>();
   #timer: ClockTimer | undefined;
@@ -157,6 +162,13 @@ export class DnsResolver implements Resolver {
       this.#reported.add(error);
       listener.error(error);
     }
+    // Sorted: a server that shuffles its records must not make the same listing warn again.
+    const droppedList = [...result.dropped].sort();
+    const dropped = droppedList.join(', ');
+    if (dropped !== '' && dropped !== this.#droppedWarned) {
+      listener.warning?.(`${target}: DNS listed addresses that are never dialled, left out: ${describeDropped(droppedList)}`);
+    }
+    this.#droppedWarned = dropped;
     if (result.endpoints.length > 0) {
       this.#negativeSince = undefined;
       if (result.stale && !this.#staleWarned) listener.warning?.(`${target}: DNS refresh is failing; serving the last answer past its TTL`);

@@ -4,9 +4,10 @@ import { jitteredBackoff, type Clock, type ClockTimer } from '../clock.ts';
 import type { ApiClient } from './ApiClient.ts';
 import { endpointSignature, inKeyOrder, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 import { endpointKey } from '../net/endpointKey.ts';
+import { describeDropped, unusableAddress } from './usableAddress.ts';
 
 interface EndpointSlice {
-  metadata?: { name?: string; resourceVersion?: string };
+  metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string> | null };
   addressType?: string;
   endpoints?: Array<{ addresses?: string[]; conditions?: { ready?: boolean | null } }> | null;
   ports?: Array<{ name?: string | null; port?: number | null; protocol?: string | null }> | null;
@@ -33,6 +34,25 @@ const MAX_BACKOFF_MS = 30_000;
 const WATCH_SECONDS = 300;
 /** Earliest retry after `refresh()` asks to skip a backoff. */
 const MIN_REFRESH_MS = 2_000;
+const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+
+/**
+ * Whether a slice of `default/kubernetes` is one kube-apiserver's endpoint reconciler wrote. It
+ * names its slice after the Service (`kubernetes`; the dual-stack reconciler adds `kubernetes-v4`
+ * or `-v6`) and sets its labels to exactly `kubernetes.io/service-name=kubernetes` on every sync
+ * (kubernetes/kubernetes pkg/controlplane/reconcilers/endpointsadapter.go: `endpointSlice.Labels =
+ * map[string]string{discovery.LabelServiceName: …}`), with no `endpointslice.kubernetes.io/managed-by`:
+ * the Service has no selector, so the EndpointSlice controller leaves it alone, and the Endpoints
+ * object carries `endpointslice.kubernetes.io/skip-mirror=true`, so the mirroring controller does
+ * too. A slice with any other label (a managed-by claiming a controller included) or another name
+ * was written by someone else and is not trusted to list the control plane.
+ */
+function writtenByControlPlane(slice: { metadata?: { name?: string; labels?: Record<string, string> | null } }): boolean {
+  const name = slice.metadata?.name ?? '';
+  const labels = Object.entries(slice.metadata?.labels ?? {});
+  const named = name === 'kubernetes' || name.startsWith('kubernetes-');
+  return named && labels.length === 1 && labels[0]![0] === SERVICE_NAME_LABEL && labels[0]![1] === 'kubernetes';
+}
 
 /**
  * `kubernetes:///<namespace>/<service>`: the apiserver endpoints as the Service's EndpointSlices
@@ -42,7 +62,9 @@ const MIN_REFRESH_MS = 2_000;
  *
  * Mapping: every endpoint whose `conditions.ready` is not false (unset counts as ready, as CoreDNS
  * and kube-proxy read it), its first address (the API calls an endpoint's addresses fungible), on
- * the slice's port named `https`, else its only port; FQDN slices are skipped. A failure, and an
+ * the slice's port named `https`, else its only port; FQDN slices are skipped, and addresses that
+ * are never dialled (`unusableAddress`) too, with a warning. For `default/kubernetes` only the
+ * slices the control plane writes count (`writtenByControlPlane`). A failure, and an
  * answer that lists nothing ready, leave the last set in place (before any set, listing nothing is
  * reported as an error, so that a target chain moves on).
  */
@@ -168,17 +190,27 @@ export class EndpointSliceResolver implements Resolver {
 
   #addresses(slice: EndpointSlice): EndpointAddress[] {
     if (slice.addressType === 'FQDN') return [];
+    const where = `EndpointSlice ${this.#namespace}/${slice.metadata?.name ?? ''}`;
+    if (this.#namespace === 'default' && this.#service === 'kubernetes' && !writtenByControlPlane(slice)) {
+      this.#warn(`${where} was not written by the control plane (labels ${JSON.stringify(slice.metadata?.labels ?? {})}): skipped`);
+      return [];
+    }
     const port = pickPort(slice.ports ?? []);
     if (port === undefined) {
-      this.#warn(`EndpointSlice ${this.#namespace}/${slice.metadata?.name ?? ''} has no port named "https" and more or fewer than one port: skipped`);
+      this.#warn(`${where} has no port named "https" and more or fewer than one port: skipped`);
       return [];
     }
     const addresses: EndpointAddress[] = [];
+    const dropped: string[] = [];
     for (const endpoint of slice.endpoints ?? []) {
       if (endpoint.conditions?.ready === false) continue;
       const address = endpoint.addresses?.[0];
-      if (address !== undefined && isIP(address) !== 0) addresses.push({ address, port, source: 'kubernetes' });
+      if (address === undefined || isIP(address) === 0) continue;
+      const reason = unusableAddress(address);
+      if (reason) dropped.push(`${address} (${reason})`);
+      else addresses.push({ address, port, source: 'kubernetes' });
     }
+    if (dropped.length > 0) this.#warn(`${where} lists addresses that are never dialled, left out: ${describeDropped(dropped)}`);
     return addresses;
   }
 

@@ -1,15 +1,18 @@
 // The two DNS lookup strategies behind `dns+srv:` and `dns:` targets, on the shared answer cache.
 //
-// A round may succeed in part (one target's lookup fails). Its endpoints are still used: the cache
-// serves every answer it ever had for up to maxStale, so a lookup that fails without an answer is
-// one that never had any, and no endpoint that was in the set is lost through it.
+// A round may succeed in part (one target's lookup fails). Its endpoints are still used, and a
+// failed lookup falls back on the last answer this strategy used for that name and type: the cache
+// may have evicted it (it is bounded) or given it up (maxStale), but a failure must never shrink the
+// set, whatever its size (issue 12: 600 SRV targets fell to 88 in an outage, evicted from the cache).
 import { isIPv4 } from 'node:net';
 import type { CacheResult } from '../dns/DnsCache.ts';
+import type { DnsAnswer } from '../dns/DnsClient.ts';
 import { DnsError } from '../dns/DnsError.ts';
 import { canonical } from '../dns/names.ts';
 import type { DnsLookup, DnsLookupResult } from './DnsResolver.ts';
 import { type EndpointAddress } from './Resolver.ts';
 import { endpointKey } from '../net/endpointKey.ts';
+import { unusableAddress } from './usableAddress.ts';
 
 /** SRV targets are looked up a few at a time, so a 100-record answer does not open 200 sockets at once. */
 const TARGET_CONCURRENCY = 8;
@@ -21,8 +24,10 @@ const TARGET_CONCURRENCY = 8;
  * dual-stack target counts once and the choice does not flap with the server's record order.
  */
 export function srvLookup(name: string): DnsLookup {
+  const lastGood = new LastGood();
   return async (cache, force) => {
-    const srv = await cache.lookup(name, 'SRV', force);
+    const round = lastGood.round();
+    const srv = round.use(`SRV ${name}`, await cache.lookup(name, 'SRV', force));
     const result = fold(empty(), [srv]);
     const answer = srv.answer;
     if (!answer) return result;
@@ -36,14 +41,17 @@ export function srvLookup(name: string): DnsLookup {
     for (const [target, list] of answer.glue) addresses.set(target, { list: [...list], ttl: answer.ttl });
     await forEachLimited(unglued, TARGET_CONCURRENCY, async (target) => {
       // Absolute: an SRV target is a full name, the search list must not apply.
-      const both = await Promise.all([cache.lookup(`${target}.`, 'A', force), cache.lookup(`${target}.`, 'AAAA', force)]);
+      const both = await Promise.all([
+        cache.lookup(`${target}.`, 'A', force).then((r) => round.use(`A ${target}`, r)),
+        cache.lookup(`${target}.`, 'AAAA', force).then((r) => round.use(`AAAA ${target}`, r)),
+      ]);
       fold(result, both);
       addresses.set(target, collect(both));
     });
     const byKey = new Map<string, EndpointAddress>();
     for (const r of records) {
       const found = addresses.get(canonical(r.target));
-      const address = found && preferred(found.list);
+      const address = found && preferred(usable(found.list, result));
       if (!address) continue;
       const endpoint: EndpointAddress = {
         address,
@@ -59,8 +67,9 @@ export function srvLookup(name: string): DnsLookup {
       if (!seen || r.priority < seen.priority! || (r.priority === seen.priority && r.weight > seen.weight!)) byKey.set(key, endpoint);
     }
     result.endpoints = [...byKey.values()];
+    round.end();
     if (result.endpoints.length === 0 && result.errors.length === 0) {
-      return negative(result, new DnsError('NODATA', `${name} SRV`, 'no SRV target has an address'));
+      return negative(result, new DnsError('NODATA', `${name} SRV`, result.dropped.length > 0 ? 'no SRV target has a usable address' : 'no SRV target has an address'));
     }
     return result;
   };
@@ -68,21 +77,60 @@ export function srvLookup(name: string): DnsLookup {
 
 /** `dns:`: one endpoint per A and AAAA address of the name, all on the target's port. */
 export function addressLookup(name: string, port: number): DnsLookup {
+  const lastGood = new LastGood();
   return async (cache, force) => {
+    const round = lastGood.round();
     const both = await Promise.all([cache.lookup(name, 'A', force), cache.lookup(name, 'AAAA', force)]);
+    both[0] = round.use('A', both[0]);
+    both[1] = round.use('AAAA', both[1]);
+    round.end();
     const result = fold(empty(), both);
     const found = collect(both);
-    result.endpoints = found.list.map((address) => ({ address, port, ttl: found.ttl, source: 'dns' }));
+    result.endpoints = usable(found.list, result).map((address) => ({ address, port, ttl: found.ttl, source: 'dns' }));
     if (result.endpoints.length === 0 && result.errors.length === 0) {
       const nx = both.some((r) => r.answer?.kind === 'NXDOMAIN');
-      return negative(result, new DnsError(nx ? 'NXDOMAIN' : 'NODATA', `${name} A/AAAA`));
+      return negative(result, new DnsError(nx ? 'NXDOMAIN' : 'NODATA', `${name} A/AAAA`, result.dropped.length > 0 ? 'no usable address' : undefined));
     }
     return result;
   };
 }
 
+/**
+ * The last answer a strategy used, per name and type, for the lookups of one round to fall back on
+ * when they fail without one. Only what the latest round used is kept, so it holds no more than
+ * the current set needs. An answer (a negative one too) always replaces what was kept.
+ */
+class LastGood {
+  #kept = new Map<string, DnsAnswer>();
+
+  round(): { use(key: string, lookup: CacheResult): CacheResult; end(): void } {
+    const used = new Map<string, DnsAnswer>();
+    const kept = this.#kept;
+    return {
+      use: (key, lookup) => {
+        const answer = lookup.answer ?? (lookup.error ? kept.get(key) : undefined);
+        if (answer) used.set(key, answer);
+        return answer === lookup.answer ? lookup : { ...lookup, answer, stale: true };
+      },
+      // A round that returns early (no SRV answer at all) does not end: what was kept stays.
+      end: () => {
+        this.#kept = used;
+      },
+    };
+  }
+}
+
 function empty(): DnsLookupResult {
-  return { endpoints: [], errors: [], stale: false, refreshAt: Infinity };
+  return { endpoints: [], errors: [], stale: false, refreshAt: Infinity, dropped: [] };
+}
+
+/** The addresses that can be dialled; the others go to `result.dropped` (the resolver warns). */
+function usable(addresses: readonly string[], result: DnsLookupResult): string[] {
+  return addresses.filter((address) => {
+    const reason = unusableAddress(address);
+    if (reason && !result.dropped.includes(`${address} (${reason})`)) result.dropped.push(`${address} (${reason})`);
+    return reason === undefined;
+  });
 }
 
 /** Adds the lookups' failures, staleness and refresh times to `result`. */

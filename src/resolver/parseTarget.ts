@@ -40,6 +40,8 @@ export interface ResolverContext {
   dns: DnsClientOverrides & DnsCacheOptions;
   /** Where the system resolver configuration is; for tests. Default `/etc/resolv.conf`. */
   resolvConf?: string;
+  /** The host name whose domain is the search list when resolv.conf gives none; for tests. Default: the system's. */
+  hostname?: string;
   /** The TLS settings in force (they may rotate), for resolvers that talk to the API. Default: verify with Node's CAs. */
   tls?: (() => ResolvedTls) | undefined;
   /** `options.bootstrap`: required by `kubernetes:` targets; when set, its server is the last resort. */
@@ -56,7 +58,7 @@ interface BuildContext extends ResolverContext {
 /** Builds the resolver for a target; throws `ERR_INVALID_TARGET` for anything it cannot use. */
 export function createResolver(target: Target, resolverContext: ResolverContext = defaultContext): Resolver {
   // resolv.conf is read once, on the first lookup, however many DNS targets there are.
-  const context = { ...resolverContext, dnsClient: DnsClient.fromSystem(resolverContext.dns, resolverContext.clock, resolverContext.resolvConf) };
+  const context = { ...resolverContext, dnsClient: DnsClient.fromSystem(resolverContext.dns, resolverContext.clock, resolverContext.resolvConf, resolverContext.hostname) };
   const links = isChain(target) ? target : undefined;
   if (links && links.length === 0) throw invalidTarget('[]', 'lists no endpoint');
   const bootstrap = context.bootstrap;

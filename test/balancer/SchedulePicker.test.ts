@@ -64,7 +64,17 @@ test('a newcomer with no streams gets the next watches, slow start notwithstandi
   t.deepEqual(Array.from({ length: 4 }, () => openWatch(picker).address).sort(), list.map((e) => e.address));
 });
 
-test('ties between watches go in the weighted order, from a random start per picker', (t) => {
+test('ties between watches go to a tied endpoint at random, whatever the schedule says', (t) => {
+  // The same picker, the same streams everywhere, picked again and again: ties broken by the
+  // schedule would give one endpoint every time (a watch pick takes no turn), and clients whose
+  // schedules saw the same events would all give the same one.
+  const list = [endpoint(1), endpoint(2), endpoint(3)];
+  const picker = pickerOver(list);
+  const counts = tally(3000, () => picker.pick({ longRunning: true })!);
+  for (const e of list) t.true(Math.abs(counts.get(e)! - 1000) < 150, `${list.map((x) => counts.get(x)).join(' ')}`);
+});
+
+test('ties between watches: pickers opening their first watches at once spread them', (t) => {
   const firsts = new Set<string>();
   for (let k = 0; k < 60; k++) {
     const list = [endpoint(1), endpoint(2), endpoint(3)];

@@ -106,7 +106,7 @@ test('POST bodies, headers and statuses pass through unchanged', async (t) => {
       });
     },
   });
-  const balancer = createBalancer({ target: staticTarget([server]), tls: { ca: certs.ca } });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget([server]), tls: { ca: certs.ca } });
   try {
     const res = await undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps`, {
       dispatcher: balancer,
@@ -125,7 +125,7 @@ test('POST bodies, headers and statuses pass through unchanged', async (t) => {
 
 test('a server whose certificate comes from a foreign CA: TLS error, and it sees no HTTP request', async (t) => {
   const server = await TestServer.start({ host: '127.0.0.2', tls: certs.foreign });
-  const balancer = createBalancer({ target: staticTarget([server]), tls: { ca: certs.ca } });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget([server]), tls: { ca: certs.ca } });
   try {
     const error = await t.throwsAsync(undici.request(`${ORIGIN}/api`, { dispatcher: balancer }), { instanceOf: BalancerError });
     t.is(error?.code, 'ERR_ALL_ENDPOINTS_FAILED');
@@ -140,7 +140,7 @@ test('a server whose certificate comes from a foreign CA: TLS error, and it sees
 
 test('a certificate from the right CA but for another name is rejected (the dialled IP never decides)', async (t) => {
   const server = await TestServer.start({ host: '127.0.0.2', tls: certs.wrongName });
-  const balancer = createBalancer({ target: staticTarget([server]), tls: { ca: certs.ca } });
+  const balancer = createBalancer({ target: staticTarget([server]), origin: `https://127.0.0.2:${server.port}`, tls: { ca: certs.ca } });
   try {
     const error = await t.throwsAsync(undici.request(`https://127.0.0.2:${server.port}/api`, { dispatcher: balancer }), { instanceOf: BalancerError });
     t.is((error?.cause as Error & { code?: string }).code, 'ERR_TLS_CERT_ALTNAME_INVALID');
@@ -160,7 +160,7 @@ test('an IP origin is verified against that IP, not against the endpoint, and se
     }
     t.deepEqual(shares(servers), [1, 1, 1]);
     t.true(servers.every((s) => s.requests[0]?.sni === false && s.requests[0]?.host === '127.0.0.1'));
-  });
+  }, { origin: 'https://127.0.0.1:443' });
   // 10.96.0.99 is not in the certificate, although every endpoint's own IP is.
   await withCluster(async ({ servers, balancer }) => {
     const error = await t.throwsAsync(undici.request('https://10.96.0.99/version', { dispatcher: balancer }), { instanceOf: BalancerError });
@@ -169,7 +169,7 @@ test('an IP origin is verified against that IP, not against the endpoint, and se
     t.true((error?.causes.length ?? 0) >= 1);
     t.true(error?.causes.every((c) => (c.error as Error & { code?: string }).code === 'ERR_TLS_CERT_ALTNAME_INVALID'));
     t.deepEqual(shares(servers), [0, 0, 0]);
-  });
+  }, { origin: 'https://10.96.0.99' });
 });
 
 test('tls.servername decides verification and SNI, whatever the origin says', async (t) => {
@@ -182,13 +182,13 @@ test('tls.servername decides verification and SNI, whatever the origin says', as
       t.is(seen[0]?.sni, 'kubernetes');
       t.is(seen[0]?.host, '10.96.0.1');
     },
-    { tls: { ca: certs.ca, servername: 'kubernetes' } },
+    { origin: 'https://10.96.0.1', tls: { ca: certs.ca, servername: 'kubernetes' } },
   );
 });
 
 test('rejectUnauthorized: false, given explicitly, accepts a foreign certificate', async (t) => {
   const server = await TestServer.start({ host: '127.0.0.2', tls: certs.foreign });
-  const balancer = createBalancer({ target: staticTarget([server]), tls: { rejectUnauthorized: false } });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget([server]), tls: { rejectUnauthorized: false } });
   try {
     const res = await undici.request(`${ORIGIN}/version`, { dispatcher: balancer });
     t.is(res.statusCode, 200);
@@ -224,7 +224,7 @@ test('requests to another origin than options.origin bypass the balancer', async
 
 test('IPv6 endpoints work', async (t) => {
   const server = await TestServer.start({ host: '::1' });
-  const balancer = createBalancer({ target: `static:///[::1]:${server.port}`, tls: { ca: certs.ca } });
+  const balancer = createBalancer({ origin: ORIGIN, target: `static:///[::1]:${server.port}`, tls: { ca: certs.ca } });
   try {
     const res = await undici.request(`${ORIGIN}/version`, { dispatcher: balancer });
     t.is(res.statusCode, 200);
@@ -256,7 +256,7 @@ test('balancer.compose() runs interceptors in front of the balancer', async (t) 
 test('ready() resolves with the first endpoint set, and the endpoints event reports it', async (t) => {
   const servers = await startServers(['127.0.0.2']);
   const resolver = pushResolver();
-  const balancer = createBalancer({ target: resolver, tls: { ca: certs.ca } });
+  const balancer = createBalancer({ origin: ORIGIN, target: resolver, tls: { ca: certs.ca } });
   const events: number[] = [];
   balancer.on('endpoints', (list) => events.push(list.length));
   let ready = false;
@@ -276,7 +276,7 @@ test('ready() resolves with the first endpoint set, and the endpoints event repo
 });
 
 test('a resolver failure before any endpoint fails waiting requests with ERR_NO_ENDPOINTS', async (t) => {
-  const balancer = createBalancer({
+  const balancer = createBalancer({ origin: ORIGIN,
     target: {
       start(listener) {
         setTimeout(() => listener.error(new Error('no such host')), 10);
@@ -292,7 +292,7 @@ test('a resolver failure before any endpoint fails waiting requests with ERR_NO_
 });
 
 test('failures are reported through the handler, never thrown, in both handler styles', async (t) => {
-  const balancer = createBalancer({ target: 'static:///127.0.0.2:1' });
+  const balancer = createBalancer({ origin: ORIGIN, target: 'static:///127.0.0.2:1' });
   await balancer.close();
   const v2 = await new Promise<Error>((resolve) => {
     const returned = balancer.dispatch(
@@ -313,7 +313,7 @@ test('failures are reported through the handler, never thrown, in both handler s
   });
   t.is((v1 as BalancerError).code, 'ERR_BALANCER_CLOSED');
   const noOrigin = await new Promise<Error>((resolve) => {
-    const b2 = createBalancer({ target: 'static:///127.0.0.2:1' });
+    const b2 = createBalancer({ origin: ORIGIN, target: 'static:///127.0.0.2:1' });
     b2.dispatch({ path: '/', method: 'GET' }, { onRequestStart() {}, onResponseError: (_c, err) => resolve(err) });
     void b2.close();
   });
@@ -321,13 +321,13 @@ test('failures are reported through the handler, never thrown, in both handler s
 });
 
 test('close() and destroy() work with promises and callbacks', async (t) => {
-  const a = createBalancer({ target: 'static:///127.0.0.2:1' });
+  const a = createBalancer({ origin: ORIGIN, target: 'static:///127.0.0.2:1' });
   await new Promise<void>((resolve) => a.close(resolve));
-  const b = createBalancer({ target: 'static:///127.0.0.2:1' });
+  const b = createBalancer({ origin: ORIGIN, target: 'static:///127.0.0.2:1' });
   await new Promise<void>((resolve) => b.destroy(resolve));
-  const c = createBalancer({ target: 'static:///127.0.0.2:1' });
+  const c = createBalancer({ origin: ORIGIN, target: 'static:///127.0.0.2:1' });
   await new Promise<void>((resolve) => c.destroy(new Error('bye'), resolve));
-  const d = createBalancer({ target: 'static:///127.0.0.2:1' });
+  const d = createBalancer({ origin: ORIGIN, target: 'static:///127.0.0.2:1' });
   await d.destroy();
   t.pass();
 });
@@ -336,7 +336,7 @@ test('close() and destroy() work with promises and callbacks', async (t) => {
 test.serial('after close(), nothing the balancer opened is left (sockets, timers)', async (t) => {
   const servers = await startServers(HOSTS);
   const baseline = activeResources();
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca } });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca } });
   await load(30, 5, async () => {
     const res = await undici.request(`${ORIGIN}/version`, { dispatcher: balancer });
     await res.body.dump();

@@ -28,10 +28,11 @@ async function silentServer(): Promise<{ server: TestServer; open: Map<string, S
   return { server: server!, open };
 }
 
-async function setUp(): Promise<{ balancer: Balancer; clock: FakeClock; open: Map<string, ServerResponse>; close: () => Promise<void> }> {
+/** `maxHeldResponse: 0` by default: short GETs stream to the caller instead of being held until complete. */
+async function setUp(maxHeldResponse = 0): Promise<{ balancer: Balancer; clock: FakeClock; open: Map<string, ServerResponse>; close: () => Promise<void> }> {
   const { server, open } = await silentServer();
   const clock = new FakeClock();
-  const balancer = createBalancer({ target: staticTarget([server]), tls: { ca: certs.ca }, probe: false, clock });
+  const balancer = createBalancer({ target: staticTarget([server]), origin: ORIGIN, tls: { ca: certs.ca }, probe: false, clock, maxHeldResponse });
   return {
     balancer,
     clock,
@@ -73,6 +74,24 @@ test('a short request whose body goes silent fails after 300 s, undici\'s defaul
     t.is(await bodyOutcome(body), 'pending');
     clock.advance(1);
     await t.throwsAsync(body, timedOut);
+  } finally {
+    await close();
+  }
+});
+
+test('a short GET held until complete (the default) whose body goes silent times out too, after 300 s, and may be retried: the caller saw none of it (fake clock)', async (t) => {
+  const { balancer, clock, open, close } = await setUp(1024 * 1024);
+  try {
+    const request = undici.request(`${ORIGIN}/api/v1/configmaps`, { dispatcher: balancer });
+    request.catch(() => {});
+    await until(() => open.get('/api/v1/configmaps'));
+    clock.advance(299_999);
+    t.is(await bodyOutcome(request), 'pending');
+    // Twice the timeout in all: the chunk sent with the headers may have come after the first step.
+    clock.advance(300_001);
+    // One endpoint, so the retry finds none: the error names the body timeout as its cause.
+    const error = await t.throwsAsync(request, { code: 'ERR_ALL_ENDPOINTS_FAILED' });
+    t.true(error?.cause instanceof undici.errors.BodyTimeoutError, String(error?.cause));
   } finally {
     await close();
   }

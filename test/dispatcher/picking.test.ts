@@ -60,7 +60,7 @@ test('30 watches among 3,000 short requests over 3 servers: 10 watches each; a f
   const [a, b, c, d] = servers as [TestServer, TestServer, TestServer, TestServer];
   const resolver = pushResolver([a, b, c].map(addressOf));
   // Placement alone: watch rebalancing would move some of the open watches to the newcomer.
-  const balancer = createBalancer({ target: resolver, tls: { ca: certs.ca }, rebalanceWatches: false, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: resolver, tls: { ca: certs.ca }, rebalanceWatches: false, probe: false, hedge: false });
   const watches: undici.Dispatcher.ResponseData[] = [];
   try {
     // One watch after every 100 short requests, ten short requests in flight at a time.
@@ -105,7 +105,7 @@ test('30 watches among 3,000 short requests over 3 servers: 10 watches each; a f
 test('static weights: weight=3 takes three requests for every one of the others', async (t) => {
   const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4']);
   const [a, b, c] = servers as [TestServer, TestServer, TestServer];
-  const balancer = createBalancer({ target: `static:///${a.authority}?weight=3,${b.authority},${c.authority}`, tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: `static:///${a.authority}?weight=3,${b.authority},${c.authority}`, tls: { ca: certs.ca }, probe: false, hedge: false });
   try {
     for (let k = 0; k < 500; k++) await (await get(balancer, '/version')).body.dump();
     t.deepEqual(
@@ -122,7 +122,7 @@ test('slow start through createBalancer on a fake clock: a fourth server ramps f
   const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5']);
   const clock = new FakeClock();
   const resolver = pushResolver(servers.slice(0, 3).map(addressOf));
-  const balancer = createBalancer({ target: resolver, tls: { ca: certs.ca }, clock });
+  const balancer = createBalancer({ origin: ORIGIN, target: resolver, tls: { ca: certs.ca }, clock });
   const send = async (count: number): Promise<number[]> => {
     const before = servers.map((s) => s.requests.length);
     for (let k = 0; k < count; k++) await (await get(balancer, '/version')).body.dump();
@@ -144,7 +144,7 @@ test('slow start through createBalancer on a fake clock: a fourth server ramps f
 test('a removed endpoint gets nothing new; its watch and long requests complete; then its pool closes', async (t) => {
   const { servers, held, release } = await holdingServers(['127.0.0.2', '127.0.0.3', '127.0.0.4']);
   const resolver = pushResolver(servers.map(addressOf));
-  const balancer = createBalancer({ target: resolver, tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: resolver, tls: { ca: certs.ca }, probe: false, hedge: false });
   const disconnected: string[] = [];
   // The balancer passes on its pools' undici events.
   (balancer as undici.Dispatcher).on('disconnect', (origin) => disconnected.push(origin.host));

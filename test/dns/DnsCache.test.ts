@@ -25,15 +25,15 @@ async function withCache(run: (s: Setup) => Promise<void>, options: Partial<DnsC
   }
 }
 
-test('TTL 0 counts as minTtl: served from the cache, asked again after ~1 s, never in a loop', async (t) => {
+test('TTL 0 counts as minTtl: served from the cache, asked again after ~5 s, never in a loop', async (t) => {
   await withCache(async ({ server, clock, cache }) => {
     server.add({ name: 'api.test', type: 'A', ttl: 0, data: '127.0.0.11' });
     const first = await cache.lookup('api.test.', 'A');
     t.deepEqual(first.answer?.addresses, ['127.0.0.11']);
-    t.is(first.refreshAt - clock.now(), 825, 'refresh at 82.5 % of 1000 ms with the jitter fixed at 0.5');
+    t.is(first.refreshAt - clock.now(), 4650, 'refresh at 93 % of 5000 ms with the jitter fixed at 0.5');
     for (let i = 0; i < 10; i++) await cache.lookup('api.test.', 'A');
     t.is(server.log.length, 1);
-    clock.advance(824);
+    clock.advance(4649);
     await cache.lookup('api.test.', 'A');
     t.is(server.log.length, 1);
     clock.advance(1);
@@ -46,8 +46,8 @@ test('a huge TTL counts as maxTtl (300 s)', async (t) => {
   await withCache(async ({ server, clock, cache }) => {
     server.add({ name: 'api.test', type: 'A', ttl: 0x7fffffff, data: '127.0.0.11' });
     const first = await cache.lookup('api.test.', 'A');
-    t.is(first.refreshAt - clock.now(), 247_500);
-    clock.advance(247_499);
+    t.is(first.refreshAt - clock.now(), 279_000);
+    clock.advance(278_999);
     await cache.lookup('api.test.', 'A');
     t.is(server.log.length, 1);
     clock.advance(1);
@@ -56,10 +56,10 @@ test('a huge TTL counts as maxTtl (300 s)', async (t) => {
   });
 });
 
-test('refresh-ahead lands between 75 % and 90 % of the TTL, before the answer expires', async (t) => {
+test('refresh-ahead lands between 88 % and 98 % of the TTL, before the answer expires', async (t) => {
   for (const [random, expected] of [
-    [0, 7500],
-    [0.999999, 9000],
+    [0, 8800],
+    [0.999999, 9800],
   ] as const) {
     await withCache(
       async ({ server, clock, cache }) => {
@@ -96,13 +96,13 @@ test('concurrent identical lookups share one query: one packet on the wire', asy
 test('negative answers are cached for the SOA minimum, clamped; without SOA for minTtl only', async (t) => {
   await withCache(async ({ server, clock, cache }) => {
     const refreshIn = async (name: string): Promise<number> => (await cache.lookup(name, 'A')).refreshAt - clock.now();
-    t.is(await refreshIn('nx1.test.'), 1000 * 0.825, 'no SOA: not cached (RFC 2308 §5), so minTtl');
-    server.soa = { ttl: 60, minimum: 3 };
-    t.is(await refreshIn('nx2.test.'), 3000 * 0.825);
+    t.is(await refreshIn('nx1.test.'), 5000 * 0.93, 'no SOA: not cached (RFC 2308 §5), so minTtl');
+    server.soa = { ttl: 60, minimum: 30 };
+    t.is(await refreshIn('nx2.test.'), 30_000 * 0.93);
     server.soa = { ttl: 60, minimum: 0 };
-    t.is(await refreshIn('nx3.test.'), 1000 * 0.825, 'raised to minTtl');
+    t.is(await refreshIn('nx3.test.'), 5000 * 0.93, 'raised to minTtl');
     server.soa = { ttl: 86_400, minimum: 86_400 };
-    t.is(await refreshIn('nx4.test.'), 300_000 * 0.825, 'cut to maxTtl');
+    t.is(await refreshIn('nx4.test.'), 300_000 * 0.93, 'cut to maxTtl');
     t.is((await cache.lookup('nx4.test.', 'A')).answer?.kind, 'NXDOMAIN');
     t.is(server.log.length, 4);
   });
@@ -114,14 +114,14 @@ test('serve-stale during an outage: the last good answer for up to maxStale, ret
       server.add({ name: 'api.test', type: 'A', ttl: 10, data: '127.0.0.11' });
       await cache.lookup('api.test.', 'A');
       server.rule({ action: { rcode: 2 } }); // SERVFAIL from now on
-      clock.advance(8250);
+      clock.advance(9300);
       const failing = await cache.lookup('api.test.', 'A');
       t.is(failing.error?.reason, 'SERVFAIL');
       t.deepEqual(failing.answer?.addresses, ['127.0.0.11']);
       t.false(failing.stale, 'still within its TTL');
       // Drive the outage for the rest of the stale window: look up every 100 ms of fake time.
       let queries = server.log.length;
-      const end = clock.now() + 10_000 - 8250 + 60_000;
+      const end = clock.now() + 10_000 - 9300 + 60_000;
       let lastGood = failing;
       while (clock.now() < end - 100) {
         clock.advance(100);

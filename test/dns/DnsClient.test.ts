@@ -215,6 +215,77 @@ test('SERVFAIL, REFUSED and a closed port move on to the next server', async (t)
   }
 });
 
+/** A referral for the query: NOERROR, no answer, not authoritative, no recursion, only an NS in the authority section. */
+function referral(real: Buffer, flags = 0, additionals: dnsPacket.Answer[] = []): Buffer {
+  const decoded = dnsPacket.decode(real);
+  const opt = (decoded.additionals ?? []).filter((r) => r.type === 'OPT');
+  return dnsPacket.encode({
+    type: 'response',
+    id: decoded.id ?? 0,
+    flags,
+    questions: decoded.questions ?? [],
+    answers: [],
+    authorities: [{ name: 'test', type: 'NS', ttl: 300, data: 'ns.elsewhere.example' }],
+    additionals: [...additionals, ...opt],
+  });
+}
+
+test('a lame referral (NOERROR, no answer, no AA, no RA, nothing additional) moves on to the next server, as glibc does', async (t) => {
+  const servers = await Promise.all([DnsTestServer.start(), DnsTestServer.start()]);
+  try {
+    const [lame, good] = servers;
+    lame.rule({ action: { replace: (real) => referral(real) } });
+    good.add({ name: 'api.test', type: 'A', data: '127.0.0.11' });
+    const answer = await dnsClient([lame, good]).query('api.test.', 'A');
+    t.deepEqual(answer.addresses, ['127.0.0.11']);
+    t.deepEqual(
+      servers.map((s) => s.log.length),
+      [1, 1],
+    );
+    // Every server lame: a failure, not a NODATA that would empty a set.
+    const error = await t.throwsAsync(dnsClient([lame], { attempts: 1 }).query('api.test.', 'A'), { instanceOf: DnsError });
+    t.is(error?.reason, 'REFERRAL');
+    t.false(error?.negative);
+  } finally {
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('an empty NOERROR that is recursive, authoritative or carries additional records is NODATA, not a referral', async (t) => {
+  const servers = await Promise.all([DnsTestServer.start(), DnsTestServer.start()]);
+  try {
+    const [first, second] = servers;
+    second.add({ name: 'api.test', type: 'A', data: '127.0.0.11' });
+    const glue: dnsPacket.Answer = { name: 'ns.elsewhere.example', type: 'A', ttl: 300, data: '192.0.2.1' };
+    for (const [what, make] of [
+      ['RA', (real: Buffer) => referral(real, dnsPacket.RECURSION_AVAILABLE)],
+      ['AA', (real: Buffer) => referral(real, dnsPacket.AUTHORITATIVE_ANSWER)],
+      ['additional', (real: Buffer) => referral(real, 0, [glue])],
+    ] as const) {
+      first.rules.length = 0;
+      first.log.length = 0;
+      second.log.length = 0;
+      first.rule({ action: { replace: make } });
+      const answer = await dnsClient([first, second]).query('api.test.', 'A');
+      t.is(answer.kind, 'NODATA', what);
+      t.is(second.log.length, 0, `${what}: the next server is not asked`);
+    }
+  } finally {
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('when every search-list name fails, the error names the name as written, with what each one gave', async (t) => {
+  await withServer(async (server) => {
+    server.rule({ action: { rcode: 2 } });
+    const error = await t.throwsAsync(dnsClient([server], { search: ['a.test', 'b.test'], attempts: 1 }).query('svc', 'A'), { instanceOf: DnsError });
+    t.is(error?.question, 'svc A');
+    t.is(error?.reason, 'SERVFAIL');
+    t.regex(error?.message ?? '', /^DNS svc A: SERVFAIL \(tried svc\.a\.test: SERVFAIL, svc\.b\.test: SERVFAIL, svc: SERVFAIL\)$/);
+    t.true(error?.cause instanceof DnsError);
+  });
+});
+
 test('FORMERR to an EDNS query: asked again without OPT, and without it from then on', async (t) => {
   await withServer(async (server) => {
     server.add({ name: 'api.test', type: 'A', data: '127.0.0.11' });

@@ -23,4 +23,6 @@ test('search candidates follow glibc: ndots decides whether the name goes first'
   t.deepEqual(searchCandidates('a.b.c.d.e.f', search, 5)[0], 'a.b.c.d.e.f');
   t.deepEqual(searchCandidates('api.example.com.', search, 5), ['api.example.com']);
   t.deepEqual(searchCandidates('api', [], 1), ['api']);
+  // The root in the list is the name as it is, at that place (glibc's root_on_list): not again at the end.
+  t.deepEqual(searchCandidates('api', ['a.test', '.', 'b.test'], 1), ['api.a.test', 'api', 'api.b.test']);
 });

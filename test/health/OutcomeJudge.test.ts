@@ -241,3 +241,35 @@ test('a refused stream (GOAWAY), an error that is not the endpoint’s, and an a
   t.is(calls.refresh, 1);
   t.deepEqual(calls.earned, []);
 });
+
+const SHUTDOWN_503 = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'apiserver is shutting down', reason: 'ServiceUnavailable', code: 503 });
+
+test('the default shutdown’s 503 (Retry-After, ServiceUnavailable "apiserver is shutting down") drains; a 503 that lacks any of it is a server error', (t) => {
+  const { endpoint, events, judge } = setup({ consecutive5xx: 1 });
+  const json = { 'content-type': 'application/json', 'retry-after': '1' };
+  judge.judge(endpoint, response(503, json, `${SHUTDOWN_503}\n`));
+  t.is(endpoint.state, 'draining');
+  t.is(endpoint.failures, 0);
+  t.deepEqual(events, ['drain shutdown']);
+  for (const [headers, body] of [
+    [{ 'content-type': 'application/json' }, SHUTDOWN_503],
+    [json, SHUTDOWN_503.replace('apiserver is shutting down', 'the server is currently unable to handle the request')],
+    [{ 'content-type': 'text/plain', 'retry-after': '1' }, 'apiserver is shutting down'],
+  ] as const) {
+    const other = setup({ consecutive5xx: 1 });
+    other.judge.judge(other.endpoint, response(503, headers, body));
+    t.is(other.endpoint.state, 'ejected', body);
+    t.is(other.endpoint.failures, 1);
+  }
+});
+
+test('a 504 "Too large resource version" (a lagging watch cache) is no failure; another 504 is', (t) => {
+  const { endpoint, events, judge } = setup({ consecutive5xx: 1 });
+  const tooLarge = { kind: 'Status', status: 'Failure', message: 'Timeout: Too large resource version: 9, current: 7', reason: 'Timeout', details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 }, code: 504 };
+  judge.judge(endpoint, response(504, { 'retry-after': '1' }, JSON.stringify(tooLarge)));
+  t.is(endpoint.state, 'ready');
+  t.is(endpoint.failures, 0);
+  t.deepEqual(events, []);
+  judge.judge(endpoint, response(504, {}, JSON.stringify({ ...tooLarge, details: {} })));
+  t.is(endpoint.state, 'ejected');
+});

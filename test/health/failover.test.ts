@@ -253,7 +253,7 @@ test('graceful HTTP/2 GOAWAY is not a failure', async (t) => {
 
 test('a shutting-down 429 passed on to the caller (no endpoint to retry on) still counts as a shutdown, over HTTP/2', async (t) => {
   const [server] = await startServers(['127.0.0.2']);
-  const balancer = createBalancer({ target: staticTarget([server!]), tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget([server!]), tls: { ca: certs.ca }, probe: false });
   const ejections: string[] = [];
   balancer.on('eject', (_e, reason) => ejections.push(reason));
   try {

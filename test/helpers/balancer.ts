@@ -23,10 +23,13 @@ export interface Cluster {
   close: () => Promise<void>;
 }
 
-/** Servers on `HOSTS` and a balancer over them that trusts the test CA. */
+/**
+ * Servers on `HOSTS` and a balancer over them that trusts the test CA. Hedging is off unless asked
+ * for: these tests count requests exactly, and a hedge on a busy machine would add one.
+ */
 export async function cluster(options: Partial<BalancerOptions> = {}, serverOptions: Omit<TestServerOptions, 'host'> = {}): Promise<Cluster> {
   const servers = await startServers(HOSTS, serverOptions);
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, ...options });
+  const balancer = createBalancer({ target: staticTarget(servers), origin: ORIGIN, tls: { ca: certs.ca }, hedge: false, ...options });
   return {
     servers,
     balancer,

@@ -35,6 +35,7 @@ export function resolverOf(target: string, server: { host: string; port: number 
     clock,
     dns: { ...dnsCacheDefaults, servers: [nameServerOf(server)], ...dns },
     resolvConf: '/nonexistent/resolv.conf',
+    hostname: 'localhost', // no domain: no search list from the host name
   }) as DnsResolver;
 }
 

@@ -188,7 +188,8 @@ test.serial('a fourth instance joins the EndpointSlice: informer watches spread 
   const kc = kubeConfig(cluster);
   const maxPerSecond = 2;
   // The default target: the default/kubernetes EndpointSlice, read through the kubeconfig's server.
-  const attachment = await attached(kc, { rebalanceWatches: { maxPerSecond } });
+  // No grace: the fixture instances share one store, so their watch caches are never behind.
+  const attachment = await attached(kc, { rebalanceWatches: { maxPerSecond, graceMs: 0 } });
   const balancer = attachment.balancer!;
   const moves: number[] = [];
   balancer.on('rebalance', () => moves.push(Date.now()));

@@ -20,7 +20,7 @@ test('the package declares them as optional peers, and importing it loads neithe
     const watched = ['@kubernetes/client-node', 'kubernetes-fluent-client'];
     registerHooks({ resolve(specifier, context, next) { if (watched.some((w) => specifier.startsWith(w))) loaded.push(specifier); return next(specifier, context); } });
     const main = await import('kube-balancer');
-    const balancer = main.createBalancer({ target: 'static:///127.0.0.9:6443', probe: false });
+    const balancer = main.createBalancer({ origin: 'https://kubernetes.default.svc', target: 'static:///127.0.0.9:6443', probe: false });
     await balancer.close();
     const before = [...loaded];
     process.env.KUBECONFIG = '/nonexistent-kubeconfig';

@@ -92,7 +92,7 @@ test.serial('nothing is published while no one subscribes', async (t) => {
 
 test.serial('connections of the https.Agent adapter (exec, attach, port-forward) are published too', async (t) => {
   const servers = await startServers(['127.0.0.2', '127.0.0.3']);
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
   const agent = new BalancingAgent(balancer);
   const picks: PickMessage[] = [];
   const fn = (message: unknown): void => void picks.push(message as PickMessage);

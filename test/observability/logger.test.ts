@@ -49,7 +49,7 @@ test('the logger gets endpoint changes (info), ejections and drains (warn), retr
 test('the logger gets resolver errors and warnings (warn); console passes as a logger; a bad logger is refused; silent by default', async (t) => {
   const { logger, calls } = recorder();
   const target = pushResolver([{ address: '127.0.0.9', port: 6443 }]);
-  const balancer = createBalancer({ target, probe: false, logger });
+  const balancer = createBalancer({ origin: ORIGIN, target, probe: false, logger });
   try {
     const error = Object.assign(new Error('DNS x SRV: TIMEOUT'), { code: 'ERR_DNS' });
     target.listener!.error(error);
@@ -62,14 +62,14 @@ test('the logger gets resolver errors and warnings (warn); console passes as a l
     await balancer.close();
   }
   const quiet = new Writable({ write: (_chunk, _encoding, done) => done() });
-  const withConsole = createBalancer({ target: 'static:///127.0.0.9:6443', probe: false, logger: new Console(quiet) });
+  const withConsole = createBalancer({ origin: ORIGIN, target: 'static:///127.0.0.9:6443', probe: false, logger: new Console(quiet) });
   await withConsole.close();
-  t.throws(() => createBalancer({ target: 'static:///127.0.0.9:6443', logger: { info: () => {} } as unknown as Logger }), {
+  t.throws(() => createBalancer({ origin: ORIGIN, target: 'static:///127.0.0.9:6443', logger: { info: () => {} } as unknown as Logger }), {
     instanceOf: BalancerError,
     code: 'ERR_INVALID_OPTION',
     message: /logger/,
   });
-  const silent = createBalancer({ target: 'static:///127.0.0.9:6443', probe: false });
+  const silent = createBalancer({ origin: ORIGIN, target: 'static:///127.0.0.9:6443', probe: false });
   t.deepEqual(['endpoints', 'eject', 'restore', 'drain', 'retry', 'resolver-error', 'warning'].map((e) => silent.listenerCount(e)), [0, 0, 0, 0, 0, 0, 0]);
   await silent.close();
 });

@@ -89,7 +89,7 @@ test('in-flight and open streams are read at scrape time', async (t) => {
   const servers = await startServers(['127.0.0.2'], {
     handler: (_req, res) => void held.then(() => sendJson(res, 200, {})),
   });
-  const balancer = createBalancer({ target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false });
   const registry = new Registry();
   registerMetrics(balancer, registry);
   try {
@@ -114,8 +114,8 @@ test('in-flight and open streams are read at scrape time', async (t) => {
 
 test('DNS queries by result and resolver errors; two balancers on one registry with their own prefixes', async (t) => {
   const target = pushResolver([{ address: '127.0.0.9', port: 6443 }]);
-  const a = createBalancer({ target, probe: false });
-  const b = createBalancer({ target: 'static:///127.0.0.10:6443', probe: false });
+  const a = createBalancer({ origin: ORIGIN, target, probe: false });
+  const b = createBalancer({ origin: ORIGIN, target: 'static:///127.0.0.10:6443', probe: false });
   const registry = new Registry();
   registerMetrics(a, registry);
   registerMetrics(b, registry, { prefix: 'other_' });
@@ -146,7 +146,7 @@ test('the package: `kube-balancer/prometheus` resolves to the build with types; 
     const loaded = [];
     registerHooks({ resolve(specifier, context, next) { if (specifier.startsWith('prom-client')) loaded.push(specifier); return next(specifier, context); } });
     const main = await import('kube-balancer');
-    const balancer = main.createBalancer({ target: 'static:///127.0.0.9:6443', probe: false });
+    const balancer = main.createBalancer({ origin: 'https://kubernetes.default.svc', target: 'static:///127.0.0.9:6443', probe: false });
     const mainLoaded = loaded.length;
     const { registerMetrics } = await import('kube-balancer/prometheus');
     const subpathLoaded = loaded.length;

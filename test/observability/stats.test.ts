@@ -14,13 +14,14 @@ test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint out
   const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4'], {
     handler: (req, res) => sendJson(res, req.url === '/fail' ? 500 : 200, {}),
   });
-  const balancer = createBalancer({
+  const balancer = createBalancer({ origin: ORIGIN,
     target: staticTarget(servers),
     tls: { ca: certs.ca },
     probe: false,
     consecutive5xx: 1,
     maxEjectionPercent: 100,
     baseEjectionMs: 30_000,
+    hedge: false,
   });
   try {
     const results = await load(300, 10, () => get(balancer, '/api/v1/pods'));
@@ -31,7 +32,7 @@ test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint out
       servers.map((s) => [`${s.host}:${s.port}`, 100, 100, 0, 'ready']),
     );
     t.like(stats.totals, { requests: 300, inFlight: 0, failed: 0 });
-    t.deepEqual(stats.picker, { policy: 'round-robin', panic: false });
+    t.deepEqual(stats.picker, { policy: 'weighted-round-robin', panic: false });
     t.true(stats.budget.credit > 0, 'successes earn retry credit');
 
     t.is(await get(balancer, '/fail'), 500, 'the last attempt’s 500 reaches the caller');
@@ -45,7 +46,7 @@ test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint out
       t.true(e.lastEjection!.at <= Date.now());
     }
     t.like(stats.totals, { requests: 301, inFlight: 0, failed: 0 });
-    t.deepEqual(stats.totals.retries, { connect: 0, tls: 0, refused: 0, reset: 0, unresponsive: 0, timeout: 0, throttled: 0, '5xx': 2 });
+    t.deepEqual(stats.totals.retries, { connect: 0, tls: 0, refused: 0, reset: 0, unresponsive: 0, timeout: 0, throttled: 0, shutdown: 0, '5xx': 2, hedge: 0 });
     t.deepEqual(stats.totals.ejections, { connect: 0, tls: 0, failures: 3, throttled: 0, unreachable: 0, probe: 0 });
     t.deepEqual(stats.budget, { retriesInFlight: 0, refused: 0, credit: stats.budget.credit });
     t.true(stats.picker.panic, 'every endpoint ejected: panic mode');
@@ -59,7 +60,7 @@ test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint out
 
 test('resolver state, dns-error, resolver-error and warning events from a resolver’s listener calls', async (t) => {
   const target = pushResolver([{ address: '127.0.0.9', port: 6443, ttl: 30, source: 'dns+srv' }]);
-  const balancer = createBalancer({ target, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target, probe: false });
   const events: string[] = [];
   balancer.on('resolver-error', (e) => events.push(`resolver-error ${e.message}`));
   balancer.on('dns-error', (e) => events.push(`dns-error ${e.message}`));
@@ -117,10 +118,10 @@ test('a dns+srv: target counts its DNS queries by result and reports a failure a
     { name: SRV, type: 'SRV', ttl: 60, data: { priority: 0, weight: 1, port: 6443, target: 'a.kubernetes-headless.default.svc.cluster.local' } },
     { name: 'a.kubernetes-headless.default.svc.cluster.local', type: 'A', ttl: 60, data: '127.0.0.2' },
   );
-  const good = createBalancer({ target: `dns+srv:///${SRV}.`, dns: { servers: [dns.address] }, probe: false });
+  const good = createBalancer({ origin: ORIGIN, target: `dns+srv:///${SRV}.`, dns: { servers: [dns.address] }, probe: false });
   const refused = await DnsTestServer.start();
   refused.rule({ action: { rcode: 5 } });
-  const bad = createBalancer({ target: `dns+srv:///${SRV}.`, dns: { servers: [refused.address], attempts: 1 }, probe: false });
+  const bad = createBalancer({ origin: ORIGIN, target: `dns+srv:///${SRV}.`, dns: { servers: [refused.address], attempts: 1 }, probe: false });
   const dnsErrors: Error[] = [];
   bad.on('dns-error', (e) => dnsErrors.push(e));
   try {
@@ -152,7 +153,7 @@ test('resolver.target names a chain by its URIs, an array of endpoints as list, 
     [custom, 'custom'],
   ];
   for (const [target, named] of cases) {
-    const balancer = createBalancer({ target, probe: false });
+    const balancer = createBalancer({ origin: ORIGIN, target, probe: false });
     t.is(balancer.stats().resolver.target, named);
     await balancer.close();
   }

@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import test from 'ava';
 import { DnsTestServer } from '../../fixtures/dns/DnsTestServer.ts';
-import { dnsCacheDefaults } from '../../src/dns/DnsCache.ts';
+import { DnsCache, dnsCacheDefaults } from '../../src/dns/DnsCache.ts';
 import { DnsError } from '../../src/dns/DnsError.ts';
-import type { DnsResolver } from '../../src/resolver/DnsResolver.ts';
+import { DnsResolver } from '../../src/resolver/DnsResolver.ts';
+import { srvLookup } from '../../src/resolver/dnsLookups.ts';
 import { createResolver } from '../../src/resolver/parseTarget.ts';
 import type { EndpointAddress } from '../../src/resolver/Resolver.ts';
-import { nameServerOf, resolverOf, withResolver } from '../helpers/dns.ts';
+import { dnsClient, nameServerOf, resolverOf, withResolver } from '../helpers/dns.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { activeResources, leftOver } from '../helpers/leaks.ts';
 import { until } from '../helpers/poll.ts';
@@ -139,7 +140,7 @@ test('refresh ahead of expiry through the clock; a set is handed on only when it
       // Same records in another order, and another TTL: no update.
       h.server.records.reverse();
       for (const r of h.server.records) r.ttl = 11;
-      h.clock.advance(9000); // 90 %: at the latest
+      h.clock.advance(9800); // 98 %: at the latest
       await h.resolver.settled();
       t.is(h.server.log.length, 2, 'refreshed before the 10 s TTL ran out');
       t.is(h.sets.length, 1);
@@ -148,14 +149,14 @@ test('refresh ahead of expiry through the clock; a set is handed on only when it
         { name: SRV, type: 'SRV', ttl: 10, data: { priority: 0, weight: 50, port: 6443, target: 'node1.api.test' } },
         { name: SRV, type: 'SRV', ttl: 10, data: { priority: 0, weight: 10, port: 6443, target: 'node2.api.test' } },
       ]);
-      h.clock.advance(9900);
+      h.clock.advance(11_000);
       await h.resolver.settled();
       t.is(h.sets.length, 2);
       t.deepEqual(h.last(), ['127.0.0.11:6443/0/50', '127.0.0.12:6443/0/10']);
       // A removed record is a change.
       h.server.remove('node2.api.test');
       h.server.set(SRV, 'SRV', [{ name: SRV, type: 'SRV', ttl: 10, data: { priority: 0, weight: 50, port: 6443, target: 'node1.api.test' } }]);
-      h.clock.advance(9900);
+      h.clock.advance(11_000);
       await h.resolver.settled();
       t.deepEqual(h.last(), ['127.0.0.11:6443/0/50']);
       t.deepEqual(h.errors, []);
@@ -311,9 +312,159 @@ test('a listener that throws does not stop the refresher', async (t) => {
   });
   await resolver.settled();
   server.set('node1.api.test', 'A', [{ name: 'node1.api.test', type: 'A', ttl: 1, data: '127.0.0.12' }]);
-  clock.advance(1000);
+  clock.advance(5000);
   await resolver.settled();
   t.is(calls, 2);
   await resolver.close();
   await server.close();
+});
+
+// Serial: 600 targets cost a few thousand real queries; alone they do not crowd out the other tests.
+test.serial('a DNS outage never shrinks a large SRV set: 600 targets, SERVFAIL from mid-round on, for longer than the 5 s TTLs', async (t) => {
+  t.timeout(120_000);
+  const targets = 600;
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => {
+      // No glue: each target costs an A and an AAAA answer, 1,201 answers in all (issue 12, item 9).
+      s.glue = false;
+      s.soa = { ttl: 5, minimum: 5 }; // the AAAA NODATA answers live as long as the rest
+      for (let i = 0; i < targets; i++) {
+        const target = `t${i}.api.test`;
+        srv(s, target, 6443, 0, 1, 5);
+        s.add({ name: target, type: 'A', ttl: 5, data: `127.1.${i >> 8}.${i & 255}` });
+      }
+    },
+    async (h) => {
+      t.is(h.sets.at(-1)?.length, targets);
+      // The outage starts in the middle of the next round: its SRV answer and 88 A answers get through.
+      h.server.rule({ type: 'SRV', times: 2, action: {} }); // truncated over UDP, then over TCP
+      h.server.rule({ type: 'A', times: 88, action: {} });
+      h.server.rule({ action: { rcode: 2 } });
+      const before = h.server.log.length;
+      for (let i = 0; i < 4; i++) {
+        h.clock.advance(3000);
+        await h.resolver.settled();
+      }
+      t.true(h.errors.length > 0, 'the outage was seen');
+      t.true(h.server.log.length - before > targets, `the targets were asked again (${h.server.log.length - before} queries)`);
+      t.deepEqual(
+        h.sets.map((set) => set.length),
+        [targets],
+        'no smaller set was ever handed on',
+      );
+    },
+  );
+});
+
+test.serial('600 SRV targets fit the answer cache: a short SRV TTL does not make every target be asked again', async (t) => {
+  t.timeout(120_000);
+  const targets = 600;
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => {
+      s.glue = false;
+      s.soa = { ttl: 60, minimum: 60 };
+      for (let i = 0; i < targets; i++) {
+        srv(s, `t${i}.api.test`, 6443, 0, 1, 5);
+        s.add({ name: `t${i}.api.test`, type: 'A', ttl: 60, data: `127.1.${i >> 8}.${i & 255}` });
+      }
+    },
+    async (h) => {
+      const first = h.server.log.length;
+      t.is(first, 2 + 2 * targets, 'SRV over UDP (truncated) and TCP, an A and an AAAA per target');
+      for (let i = 0; i < 30; i++) {
+        h.clock.advance(1000);
+        await h.resolver.settled();
+      }
+      // The SRV answer is refreshed every 3.75–4.5 s, the targets' not before 45 s. A cache smaller
+      // than the set evicts, at every round, the answers that the same round then asks for again.
+      const srvQueries = h.server.queries(undefined, 'SRV').length;
+      t.true(srvQueries >= 12, `${srvQueries} SRV queries`);
+      t.is(h.server.log.length - srvQueries, 2 * targets, 'no target was asked again');
+      t.deepEqual(
+        h.sets.map((set) => set.length),
+        [targets],
+      );
+    },
+  );
+});
+
+test('a failure never shrinks the set even when it outgrows the answer cache', async (t) => {
+  const server = await DnsTestServer.start();
+  server.glue = false;
+  for (let i = 0; i < 20; i++) {
+    srv(server, `t${i}.api.test`, 6443, 0, 1, 5);
+    server.add({ name: `t${i}.api.test`, type: 'A', ttl: 5, data: `127.1.0.${i}` });
+  }
+  const clock = new FakeClock();
+  // 41 answers, room for 10: each round loses most of them, yet the set must stay whole.
+  const cache = new DnsCache(dnsClient([server], { attempts: 1, timeout: 1000 }, clock), clock, dnsCacheDefaults, Math.random, 10);
+  const resolver = new DnsResolver(srvLookup(`${SRV}.`), { clock, cache, maxStale: dnsCacheDefaults.maxStale, target: SRV });
+  const sets: number[] = [];
+  resolver.start({ endpoints: (set) => sets.push(set.length), error: () => {} });
+  try {
+    await resolver.settled();
+    // The outage starts in the middle of a round: the SRV answer and 5 A answers get through.
+    server.rule({ type: 'SRV', times: 1, action: {} });
+    server.rule({ type: 'A', times: 5, action: {} });
+    server.rule({ action: { rcode: 2 } });
+    for (let i = 0; i < 12; i++) {
+      clock.advance(1000);
+      await resolver.settled();
+    }
+    t.true(server.queries(undefined, 'A').length > 20, 'the targets were asked again');
+    t.deepEqual(sets, [20]);
+  } finally {
+    await resolver.close();
+    await server.close();
+  }
+});
+
+test('unusable addresses from DNS (unspecified, link-local, multicast, broadcast, reserved) are left out with one warning; loopback and private ones stay', async (t) => {
+  const bad = ['0.0.0.0', '169.254.10.1', '224.0.0.1', '255.255.255.255', '240.0.0.1'];
+  await withResolver(
+    `dns+srv:///${SRV}.`,
+    (s) => {
+      bad.forEach((address, i) => {
+        srv(s, `bad${i}.api.test`, 6443);
+        s.add({ name: `bad${i}.api.test`, type: 'A', data: address });
+      });
+      for (const [i, address] of ['::', 'fe80::1', 'ff02::1', '::ffff:169.254.0.1'].entries()) {
+        srv(s, `bad6-${i}.api.test`, 6443);
+        s.add({ name: `bad6-${i}.api.test`, type: 'AAAA', data: address });
+      }
+      srv(s, 'loop.api.test', 6443);
+      s.add({ name: 'loop.api.test', type: 'A', data: '127.0.0.11' });
+      srv(s, 'private.api.test', 6443);
+      s.add({ name: 'private.api.test', type: 'A', data: '10.0.0.1' });
+      // Dual-stack with a link-local IPv4: its IPv6 address is used instead.
+      srv(s, 'dual.api.test', 6443);
+      s.add({ name: 'dual.api.test', type: 'A', data: '169.254.0.9' }, { name: 'dual.api.test', type: 'AAAA', data: 'fd00::9' });
+    },
+    async (h) => {
+      t.deepEqual(h.last(), ['10.0.0.1:6443/0/10', '127.0.0.11:6443/0/10', 'fd00::9:6443/0/10']);
+      const warnings = h.warnings.filter((w) => /never dialled/.test(w));
+      t.is(warnings.length, 1);
+      t.regex(warnings[0]!, /0\.0\.0\.0 \(unspecified\)/);
+      t.regex(warnings[0]!, /and \d+ more/);
+      t.deepEqual(h.errors, []);
+      h.clock.advance(31_000);
+      await h.resolver.settled();
+      t.is(h.warnings.filter((w) => /never dialled/.test(w)).length, 1, 'the same listing is not warned about again');
+    },
+  );
+});
+
+test('dns: a name whose only addresses are unusable is no endpoint set', async (t) => {
+  await withResolver(
+    'dns:///blocked.api.test.:6443',
+    (s) => s.add({ name: 'blocked.api.test', type: 'A', data: '0.0.0.0' }),
+    (h) => {
+      t.deepEqual(h.sets, []);
+      t.is(h.errors.length, 1);
+      t.regex(h.errors[0]!.message, /no usable address/);
+      t.true(h.warnings.some((w) => /0\.0\.0\.0 \(unspecified\)/.test(w)));
+    },
+  );
 });

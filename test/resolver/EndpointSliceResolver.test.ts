@@ -180,3 +180,60 @@ test.serial('close() ends a list request the server never answers, rather than w
     server.close();
   }
 });
+
+test.serial('default/kubernetes: only the slices the control plane writes count; others labelled for the Service are skipped with a warning', async (t) => {
+  const cluster = await ApiserverCluster.start({ hosts: ['127.0.0.2', '127.0.0.3'] });
+  const forged = (name: string, labels: Record<string, string>, address: string) =>
+    cluster.store.create(RESOURCES.endpointslices, {
+      metadata: { name, namespace: 'default', labels: { 'kubernetes.io/service-name': 'kubernetes', ...labels } },
+      addressType: 'IPv4',
+      ports: [{ name: 'https', port: 6443 }],
+      endpoints: [{ addresses: [address], conditions: { ready: true } }],
+    });
+  // What the reconciler writes, as the simulator shows it: exactly one label.
+  const own = cluster.store.get(RESOURCES.endpointslices, 'default', 'kubernetes')!;
+  t.deepEqual(own.metadata.labels, { 'kubernetes.io/service-name': 'kubernetes' });
+  forged('kubernetes-controller', { 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' }, '10.6.6.1');
+  forged('kubernetes-extra', { app: 'evil' }, '10.6.6.2');
+  forged('evil', {}, '10.6.6.3');
+  const { resolver, seen } = start('kubernetes:///default/kubernetes', cluster.instances[0]!.url, cluster.authHeaders);
+  try {
+    await until(() => seen.latest().length > 0);
+    t.deepEqual(
+      seen.latest().map((e) => e.split(':')[0]),
+      ['127.0.0.2', '127.0.0.3'],
+    );
+    for (const name of ['kubernetes-controller', 'kubernetes-extra', 'evil']) {
+      t.true(
+        seen.warnings.some((w) => w.includes(`default/${name} was not written by the control plane`)),
+        name,
+      );
+    }
+    // One added while watching is skipped as well.
+    forged('kubernetes-later', { 'endpointslice.kubernetes.io/managed-by': 'x' }, '10.6.6.4');
+    await until(() => seen.warnings.some((w) => w.includes('default/kubernetes-later')), { what: 'the watch event' });
+    t.false(seen.sets.flat().some((e) => e.startsWith('10.6.6.')));
+  } finally {
+    await resolver.close?.();
+    await cluster.close();
+  }
+});
+
+test.serial('addresses an EndpointSlice lists that are never dialled are left out with a warning', async (t) => {
+  const cluster = await ApiserverCluster.start({ hosts: ['127.0.0.2'] });
+  cluster.store.create(RESOURCES.endpointslices, {
+    metadata: { name: 'mixed', namespace: 'kube-system', labels: { 'kubernetes.io/service-name': 'apiservers' } },
+    addressType: 'IPv4',
+    ports: [{ name: 'https', port: 6443 }],
+    endpoints: ['0.0.0.0', '169.254.1.1', '224.0.0.5', '255.255.255.255', '10.0.0.1', '127.0.0.9'].map((a) => ({ addresses: [a] })),
+  });
+  const { resolver, seen } = start('kubernetes:///kube-system/apiservers', cluster.instances[0]!.url, cluster.authHeaders);
+  try {
+    await until(() => seen.latest().length > 0);
+    t.deepEqual(seen.latest(), ['10.0.0.1:6443/kubernetes', '127.0.0.9:6443/kubernetes']);
+    t.true(seen.warnings.some((w) => /mixed lists addresses that are never dialled, left out: 0\.0\.0\.0 \(unspecified\), 169\.254\.1\.1 \(link-local\), 224\.0\.0\.5 \(multicast\), 255\.255\.255\.255 \(broadcast\)/.test(w)));
+  } finally {
+    await resolver.close?.();
+    await cluster.close();
+  }
+});

@@ -12,7 +12,7 @@ import { until } from '../helpers/poll.ts';
 const SRV = '_https._tcp.kubernetes-headless.default.svc.cluster.local';
 
 // Serial: the other test of this file opens sockets of its own, which would count as leaks.
-test.serial('createBalancer({ target: "dns+srv:///…", dns: { servers } }) finds the servers, balances, reports, and leaks nothing', async (t) => {
+test.serial('createBalancer({ origin: `https://${APISERVER_NAME}:6443`, target: "dns+srv:///…", dns: { servers } }) finds the servers, balances, reports, and leaks nothing', async (t) => {
   const baseline = activeResources();
   const dns = await DnsTestServer.start();
   const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4']);
@@ -22,7 +22,7 @@ test.serial('createBalancer({ target: "dns+srv:///…", dns: { servers } }) find
       { name: `10-0-0-${i}.kubernetes-headless.default.svc.cluster.local`, type: 'A', ttl: 5, data: s.host },
     );
   }
-  const balancer = createBalancer({ target: `dns+srv:///${SRV}.`, dns: { servers: [dns.address] }, tls: { ca: certs.ca } });
+  const balancer = createBalancer({ origin: `https://${APISERVER_NAME}:6443`, target: `dns+srv:///${SRV}.`, dns: { servers: [dns.address] }, tls: { ca: certs.ca } });
   const errors: Error[] = [];
   balancer.on('resolver-error', (e) => errors.push(e));
   try {
@@ -60,7 +60,7 @@ test.serial('createBalancer({ target: "dns+srv:///…", dns: { servers } }) find
 test('a DNS failure before any answer fails ready() with ERR_NO_ENDPOINTS and the DNS error as cause', async (t) => {
   const dns = await DnsTestServer.start();
   dns.rule({ action: { rcode: 5 } });
-  const balancer = createBalancer({ target: `dns+srv:///${SRV}.`, dns: { servers: [dns.address], attempts: 1 }, tls: { ca: certs.ca } });
+  const balancer = createBalancer({ origin: `https://${APISERVER_NAME}:6443`, target: `dns+srv:///${SRV}.`, dns: { servers: [dns.address], attempts: 1 }, tls: { ca: certs.ca } });
   try {
     const error = await t.throwsAsync(balancer.ready());
     t.is((error as { code?: string }).code, 'ERR_NO_ENDPOINTS');

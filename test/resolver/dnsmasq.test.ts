@@ -1,11 +1,19 @@
 // Discovery against a real DNS server: dnsmasq, started per test on a free loopback port. A missing
 // dnsmasq fails these tests with the package to install; they are never skipped.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import test from 'ava';
 import * as undici from 'undici';
 import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
 import { Dnsmasq, leftoverDnsmasq, type DnsmasqConfig } from '../../fixtures/dnsmasq/Dnsmasq.ts';
 import { startServers } from '../../fixtures/server/TestServer.ts';
+import { systemClock } from '../../src/clock.ts';
+import { dnsCacheDefaults } from '../../src/dns/DnsCache.ts';
+import { parseNameServer } from '../../src/dns/ResolvConf.ts';
 import { createBalancer, type Balancer } from '../../src/index.ts';
+import type { DnsResolver } from '../../src/resolver/DnsResolver.ts';
+import { createResolver } from '../../src/resolver/parseTarget.ts';
 import { dnsClient } from '../helpers/dns.ts';
 import { until } from '../helpers/poll.ts';
 
@@ -21,7 +29,7 @@ async function withDnsmasq(config: DnsmasqConfig, run: (dnsmasq: Dnsmasq) => Pro
 }
 
 function balancerOn(dnsmasq: Dnsmasq, target: string): Balancer {
-  return createBalancer({ target, dns: { servers: [dnsmasq.address] }, tls: { ca: certs.ca } });
+  return createBalancer({ origin: `https://${APISERVER_NAME}:6443`, target, dns: { servers: [dnsmasq.address] }, tls: { ca: certs.ca } });
 }
 
 const view = (b: Balancer): string[] => b.endpoints().map((e) => `${e.address}:${e.port} p${e.priority} w${e.weight}`);
@@ -56,7 +64,8 @@ test.serial('SRV with two priorities and different weights, addresses from the A
 });
 
 test.serial('A/AAAA changes through --hostsdir reach the balancer within TTL + 1 s', async (t) => {
-  const ttl = 2;
+  // The TTL is at least dns.minTtl (5 s), which would raise a shorter one.
+  const ttl = 5;
   await withDnsmasq({ zone: 'api.test', ttl, hosts: { 'apiservers.api.test': ['127.0.0.11', '127.0.0.12'] } }, async (dnsmasq) => {
     const balancer = balancerOn(dnsmasq, 'dns:///apiservers.api.test.:6443');
     try {
@@ -78,7 +87,8 @@ test.serial('A/AAAA changes through --hostsdir reach the balancer within TTL + 1
 });
 
 test.serial('an SRV change (dnsmasq restarted on the same port) reaches the balancer within TTL + 1 s', async (t) => {
-  const ttl = 2;
+  // At least dns.minTtl (5 s), which would raise a shorter TTL.
+  const ttl = 5;
   const config = (targets: string[]): DnsmasqConfig => ({
     zone: 'api.test',
     ttl,
@@ -113,7 +123,8 @@ test.serial('an answer too big for UDP comes back truncated and is fetched over 
 });
 
 test.serial('end to end: three HTTPS servers found through SRV; all used; a removed record gets no request once the TTL has passed', async (t) => {
-  const ttl = 2;
+  // At least dns.minTtl (5 s), which would raise a shorter TTL.
+  const ttl = 5;
   const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4']);
   const config = (count: number): DnsmasqConfig => ({
     zone: 'api.test',
@@ -160,6 +171,47 @@ test.serial('end to end: three HTTPS servers found through SRV; all used; a remo
   } finally {
     await Promise.all(servers.map((s) => s.close()));
   }
+});
+
+test.serial('no search line in resolv.conf: a short name is looked up in the host name\'s domain, as glibc does', async (t) => {
+  await withDnsmasq({ zone: 'api.test', ttl: 30, hosts: { 'apiservers.api.test': ['127.0.0.11'] } }, async (dnsmasq) => {
+    const dir = mkdtempSync(join(tmpdir(), 'resolv-'));
+    writeFileSync(join(dir, 'resolv.conf'), 'nameserver 192.0.2.1\nsearch\noptions attempts:1\n');
+    const resolver = createResolver('dns:///apiservers:6443', {
+      clock: systemClock,
+      dns: { ...dnsCacheDefaults, servers: [parseNameServer(dnsmasq.address)!] },
+      resolvConf: join(dir, 'resolv.conf'),
+      hostname: 'node0.api.test',
+    }) as DnsResolver;
+    const sets: string[][] = [];
+    resolver.start({ endpoints: (set) => sets.push(set.map((e) => `${e.address}:${e.port}`)), error: () => {} });
+    try {
+      await resolver.settled();
+      t.deepEqual(sets, [['127.0.0.11:6443']]);
+      t.is(dnsmasq.queries()[0], 'A apiservers.api.test', 'the domain of node0.api.test, first (no dot in the name)');
+    } finally {
+      await resolver.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+test.serial('addresses DNS lists that are never dialled (link-local, multicast, broadcast) reach no balancer; a warning says so', async (t) => {
+  const hosts = { 'apiservers.api.test': ['127.0.0.11', '169.254.0.7', '224.0.0.7', '255.255.255.255', 'fe80::7', '::1'] };
+  await withDnsmasq({ zone: 'api.test', ttl: 30, hosts }, async (dnsmasq) => {
+    const balancer = balancerOn(dnsmasq, 'dns:///apiservers.api.test.:6443');
+    const warnings: string[] = [];
+    balancer.on('warning', (w) => warnings.push(w));
+    try {
+      await balancer.ready();
+      t.deepEqual(view(balancer).sort(), ['127.0.0.11:6443 p0 w1', '::1:6443 p0 w1']);
+      await until(() => warnings.length > 0, { what: 'the warning' });
+      t.regex(warnings[0]!, /never dialled, left out: .*169\.254\.0\.7 \(link-local\)/);
+      t.regex(warnings[0]!, /fe80::7 \(link-local\)/);
+    } finally {
+      await balancer.close();
+    }
+  });
 });
 
 test.serial('the harness starts dnsmasq and stops it by PID', async (t) => {

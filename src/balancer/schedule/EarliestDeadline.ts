@@ -67,10 +67,6 @@ export class EarliestDeadline implements Schedule {
     return i;
   }
 
-  urgency(i: number): number {
-    return -this.#deadlines[i]!;
-  }
-
   /** Takes candidate `i`, at heap position `at`: virtual time moves to its deadline, which moves a period on. */
   #advance(i: number, at: number): void {
     const candidates = this.#candidates;

@@ -9,6 +9,4 @@ export interface Schedule {
   next(): number;
   /** Like `next`, skipping excluded endpoints (a retry); −1 when every candidate is excluded. */
   nextExcept(exclude: ReadonlySet<Endpoint>): number;
-  /** How soon candidate `i` is due, larger is sooner; breaks ties without taking a turn. */
-  urgency(i: number): number;
 }

@@ -36,10 +36,6 @@ export class SmoothWeighted implements Schedule {
     return this.#step(exclude);
   }
 
-  urgency(i: number): number {
-    return this.#credit[i]! + this.#weights[i]!;
-  }
-
   /** The hot path: steady weights, nothing excluded. */
   #nextSteady(): number {
     const weights = this.#weights;

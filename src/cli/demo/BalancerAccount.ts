@@ -17,7 +17,7 @@ export class BalancerAccount {
     balancer.on('eject', (e, reason, ms) => event(`kube-balancer ejected ${name(e)} (${reason}) for ${seconds(ms)}`));
     balancer.on('drain', (e, reason) => {
       this.#drains++;
-      event(`kube-balancer drains ${name(e)}: ${reason === 'shutdown' ? 'it answered 429 shutting down' : '/readyz failed'}; no new requests go there`);
+      event(`kube-balancer drains ${name(e)}: ${reason === 'shutdown' ? 'it answered "shutting down"' : '/readyz failed'}; no new requests go there`);
     });
     balancer.on('restore', (e, via) => {
       this.#restores++;

@@ -2,6 +2,7 @@ import { ApiserverCluster, type ApiserverInstance } from '../../../fixtures/apis
 import { generatePki } from '../../../fixtures/certs/index.ts';
 import { DnsTestServer } from '../../../fixtures/dns/DnsTestServer.ts';
 import { IN_CLUSTER_SRV_NAME } from '../../kube/defaultTarget.ts';
+import { L4Proxy } from './L4Proxy.ts';
 
 /** The name in the kubeconfig, and the one every apiserver certificate is verified against. */
 export const SERVER_NAME = 'kubernetes.default.svc';
@@ -21,7 +22,8 @@ export interface Apiserver {
 
 /**
  * What `npm run demo` runs against: simulated kube-apiservers on 127.0.0.2… sharing one port and one
- * store, and a DNS server that lists them under the headless Service's SRV name with A glue.
+ * store, a DNS server that lists them under the headless Service's SRV name with A glue, and an L4
+ * load balancer in front of them.
  */
 export class DemoCluster {
   readonly dns: DnsTestServer;
@@ -29,12 +31,15 @@ export class DemoCluster {
   readonly apiservers: Apiserver[];
   /** The CA the apiservers' certificates chain to: made for this run, like every key of the demo. */
   readonly ca: string;
+  /** The L4 load balancer: round robin per connection over the apiservers. */
+  readonly l4: L4Proxy<Apiserver>;
 
-  private constructor(dns: DnsTestServer, cluster: ApiserverCluster) {
+  private constructor(dns: DnsTestServer, cluster: ApiserverCluster, apiservers: Apiserver[], l4: L4Proxy<Apiserver>) {
     this.dns = dns;
     this.cluster = cluster;
     this.ca = cluster.pki.ca;
-    this.apiservers = cluster.instances.map((instance, i) => ({ name: `apiserver-${i + 1}`, address: instance.authority, instance }));
+    this.apiservers = apiservers;
+    this.l4 = l4;
   }
 
   static async start(servers: number): Promise<DemoCluster> {
@@ -57,7 +62,13 @@ export class DemoCluster {
         { name: target, type: 'A', ttl: 5, data: instance.host },
       );
     }
-    return new DemoCluster(dns, cluster);
+    const apiservers = cluster.instances.map((instance, i) => ({ name: `apiserver-${i + 1}`, address: instance.authority, instance }));
+    try {
+      return new DemoCluster(dns, cluster, apiservers, await L4Proxy.start(apiservers));
+    } catch (error) {
+      await Promise.all([cluster.close(), dns.close()]);
+      throw error;
+    }
   }
 
   /** `dns+srv:///_https._tcp.kubernetes-headless.default.svc.cluster.local.` */
@@ -81,6 +92,6 @@ export class DemoCluster {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.cluster.close(), this.dns.close()]);
+    await Promise.all([this.l4.close(), this.cluster.close(), this.dns.close()]);
   }
 }

@@ -51,9 +51,10 @@ export class Meter {
     return this.#counts[client].map((series) => this.#rate(series, end - span, span));
   }
 
-  /** Requests each apiserver got from `client` in all. */
-  totals(client: ClientKey): number[] {
-    return this.#counts[client].map((series) => series.reduce((a, b) => a + b, 0));
+  /** Requests each apiserver got from `client` in all, or from `fromMs` on. */
+  totals(client: ClientKey, fromMs = 0): number[] {
+    const first = Math.max(0, Math.floor(fromMs / this.bucketMs));
+    return this.#counts[client].map((series) => series.slice(first).reduce((a, b) => a + b, 0));
   }
 
   /** Requests per second at each apiserver, averaged over consecutive windows of `windowMs` up to `untilMs`. */

@@ -16,7 +16,7 @@ export interface WorkloadStats {
   calls: number;
   /** Calls that failed: the application saw an error. */
   failed: number;
-  /** Informers that stopped on an error (a watch cut by a crash) and were started again. */
+  /** Informers that stopped on an error (a watch cut by a crash or by an apiserver's exit) and were started again. */
   informerRestarts: number;
   /** The first few failure messages. */
   errors: string[];
@@ -26,6 +26,7 @@ export interface WorkloadStats {
 const ROUND = ['create', 'list', 'get', 'list-pods', 'get', 'delete'] as const;
 const KEEP = 4;
 const INFORMER_RESTART_MS = 500;
+const MAX_FAILURE_TIMES = 10_000;
 
 /**
  * What a small controller does, through client-node: three informers (ConfigMaps, Pods, Services
@@ -33,6 +34,8 @@ const INFORMER_RESTART_MS = 500;
  */
 export class Workload {
   readonly stats: WorkloadStats = { calls: 0, failed: 0, informerRestarts: 0, errors: [] };
+  /** When calls failed (`performance.now()`), for the chart; the first `MAX_FAILURE_TIMES`. */
+  readonly failedAt: number[] = [];
   readonly #options: WorkloadOptions;
   readonly #core: InstanceType<ClientNodeModule['CoreV1Api']>;
   readonly #informers: Array<InstanceType<ClientNodeModule['ListWatch']>>;
@@ -136,6 +139,7 @@ export class Workload {
         }
       } catch (error) {
         this.stats.failed++;
+        if (this.failedAt.length < MAX_FAILURE_TIMES) this.failedAt.push(performance.now());
         if (this.stats.errors.length < 5) this.stats.errors.push(`${op} at ${seconds(performance.now() - this.#startedAt)}: ${describe(error)}`);
       } finally {
         this.stats.calls++;

@@ -7,8 +7,11 @@ export interface ChartInput {
   /** Width of the window each point averages over. */
   stepMs: number;
   apiservers: readonly string[];
-  /** One panel per client; `series[i][w]` is apiserver i's requests/s in window w. */
-  panels: ReadonlyArray<{ label: string; series: readonly (readonly number[])[] }>;
+  /**
+   * One panel per client; `series[i][w]` is apiserver i's requests/s in window w; `note` a line
+   * under the label; `failuresAtMs` when calls failed, drawn as red ticks on the time axis.
+   */
+  panels: ReadonlyArray<{ label: string; note?: string; series: readonly (readonly number[])[]; failuresAtMs?: readonly number[] }>;
   phases: ReadonlyArray<{ title: string; atMs: number; disrupts?: string | undefined }>;
 }
 
@@ -16,9 +19,10 @@ const COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#76b7b2'
 const WIDTH = 960;
 const LEFT = 64;
 const RIGHT = 150;
-const TOP = 78;
+const TOP = 96;
+const FAILED = '#d62728';
 const PANEL = 210;
-const GAP = 56;
+const GAP = 74;
 
 export function chartSvg(input: ChartInput): string {
   const plotWidth = WIDTH - LEFT - RIGHT;
@@ -59,7 +63,16 @@ export function chartSvg(input: ChartInput): string {
       out.push(`<text x="${fmt(x(s * 1000))}" y="${top + PANEL + 16}" text-anchor="middle" fill="#555555">${s} s</text>`);
     }
     out.push(`<rect x="${LEFT}" y="${top}" width="${plotWidth}" height="${PANEL}" fill="none" stroke="#888888"/>`);
-    out.push(`<text x="${LEFT}" y="${top - 8}" font-size="14" font-weight="bold">${escape(panel.label)}</text>`);
+    out.push(`<text x="${LEFT}" y="${top - (panel.note ? 24 : 8)}" font-size="14" font-weight="bold">${escape(panel.label)}</text>`);
+    if (panel.note) out.push(`<text class="note" x="${LEFT}" y="${top - 8}" fill="#333333">${escape(panel.note)}</text>`);
+    // One tick per pixel column however many calls failed there.
+    const failed = new Set((panel.failuresAtMs ?? []).filter((ms) => ms >= 0 && ms <= input.durationMs).map((ms) => fmt(x(ms))));
+    for (const fx of failed) out.push(`<line class="failure" x1="${fx}" y1="${top + PANEL - 10}" x2="${fx}" y2="${top + PANEL}" stroke="${FAILED}" stroke-width="1.5"/>`);
+    if (panel.failuresAtMs?.length) {
+      const ly = top + 14 + panel.series.length * 18;
+      out.push(`<line x1="${LEFT + plotWidth + 24}" y1="${ly - 10}" x2="${LEFT + plotWidth + 24}" y2="${ly}" stroke="${FAILED}" stroke-width="2"/>`);
+      out.push(`<text x="${LEFT + plotWidth + 40}" y="${ly}">failed call</text>`);
+    }
     out.push(`<text x="${LEFT - 48}" y="${top + PANEL / 2}" transform="rotate(-90 ${LEFT - 48} ${top + PANEL / 2})" text-anchor="middle" fill="#555555">requests/s</text>`);
     panel.series.forEach((values, i) => {
       const name = input.apiservers[i] ?? `apiserver-${i + 1}`;

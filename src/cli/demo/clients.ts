@@ -6,6 +6,7 @@ import { attachToKubeConfig, type Balancer } from '../../index.ts';
 import { clientNodeUndici } from '../../kube/peers.ts';
 import { endpointKey } from '../../net/endpointKey.ts';
 import { SERVER_NAME, type Apiserver, type DemoCluster } from './DemoCluster.ts';
+import type { L4Proxy } from './L4Proxy.ts';
 
 export type ClientNodeModule = typeof ClientNode;
 
@@ -54,12 +55,13 @@ function kubeConfigThrough(k8s: ClientNodeModule, yaml: string, dispatcher: Undi
 /**
  * client-node through kube-balancer, attached the documented way: endpoints from the SRV records of
  * the embedded DNS server, TLS and credentials from the kubeconfig. Its server is a name only the
- * balancer gives meaning to here, so it is kept out of the endpoint set (no last resort).
+ * balancer gives meaning to here, so it is kept out of the endpoint set (no last resort). The demo's
+ * time is compressed, its slow start with it.
  */
-export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluster): Promise<DemoClient> {
+export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluster, slowStartMs: number): Promise<DemoClient> {
   const kubeConfig = new k8s.KubeConfig();
   kubeConfig.loadFromString(demo.kubeconfig('kubeBalancer'));
-  const attachment = await attachToKubeConfig(kubeConfig, { target: demo.target, dns: { servers: [demo.dnsServer] }, bootstrap: { lastResort: false } });
+  const attachment = await attachToKubeConfig(kubeConfig, { target: demo.target, dns: { servers: [demo.dnsServer] }, bootstrap: { lastResort: false }, slowStartMs });
   if (!attachment.attached || !attachment.balancer) throw new Error(`kube-balancer did not attach to the kubeconfig: ${attachment.reason ?? 'no reason given'}`);
   const balancer = attachment.balancer;
   return {
@@ -83,26 +85,27 @@ export async function kubeBalancerClient(k8s: ClientNodeModule, demo: DemoCluste
 }
 
 /**
- * client-node over one HTTP/2 connection to one apiserver: what a client with one connection gets
- * behind an L4 load balancer (haproxy `mode tcp`, IPVS, a cloud NLB), which picks a server per
- * connection, never per request.
+ * client-node over one HTTP/2 connection through an L4 load balancer (haproxy `mode tcp`, IPVS, a
+ * cloud NLB), which picks an apiserver per connection, never per request: every request goes where
+ * the connection went, until it ends; then the next connection goes to whichever apiserver the
+ * load balancer picks then.
  */
-export function oneConnectionClient(k8s: ClientNodeModule, demo: DemoCluster, pinned: Apiserver): DemoClient {
+export function oneConnectionClient(k8s: ClientNodeModule, demo: DemoCluster, proxy: L4Proxy): DemoClient {
   // The copy client-node's `fetch` runs on: a dispatcher from another copy loses response headers.
   const undici = clientNodeUndici();
   if (!undici) throw new Error('@kubernetes/client-node has no undici of its own to build the connection from');
-  const client = new undici.Client(pinned.instance.url, { allowH2: true, connect: { ca: demo.ca, servername: SERVER_NAME } });
+  const client = new undici.Client(proxy.url, { allowH2: true, connect: { ca: demo.ca, servername: SERVER_NAME } });
   const kubeConfig = kubeConfigThrough(k8s, demo.kubeconfig('oneConnection'), client);
   const watch = countingWatch(k8s, kubeConfig);
   return {
     label: 'one connection',
-    via: `@kubernetes/client-node over one HTTP/2 connection, which an L4 load balancer handed to ${pinned.name}`,
-    short: `client-node over one connection, to ${pinned.name}`,
+    via: '@kubernetes/client-node over one HTTP/2 connection through an L4 load balancer (round robin per connection)',
+    short: 'client-node over one connection, through an L4 load balancer',
     kubeConfig,
     watch,
     load(apiservers) {
       return apiservers.map((apiserver) => {
-        if (apiserver !== pinned) return { inFlight: 0, watches: 0, state: '-' };
+        if (proxy.connections(apiserver) === 0) return { inFlight: 0, watches: 0, state: '-' };
         const open = watch.open;
         return { inFlight: Math.max(0, client.stats.running - open), watches: open, state: 'pinned' };
       });

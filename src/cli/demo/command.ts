@@ -10,9 +10,11 @@ export const demo: Command = {
 Starts an embedded DNS server and simulated kube-apiservers on 127.0.0.2…, then runs the same
 @kubernetes/client-node workload (lists, gets, creates, deletes, three informers) twice side by side:
 through kube-balancer (target dns+srv:///_https._tcp.kubernetes-headless.default.svc.cluster.local.)
-and over one HTTP/2 connection to one apiserver, as an L4 load balancer would leave it. Meanwhile
-one apiserver crashes and comes back, and another shuts down gracefully and comes back. Shows each
-apiserver's requests/s, in-flight requests, open watches and state live, then a summary.
+and over one HTTP/2 connection through an L4 load balancer (round robin per connection). Meanwhile
+every apiserver restarts in turn in kube-apiserver's default shutdown mode (a rolling restart), then
+the one-connection client's apiserver crashes and comes back. Shows each apiserver's requests/s,
+in-flight requests, open watches and state live, then a summary: failed calls per client, and
+where requests go once every apiserver is back.
 
 options:
   --duration TIME    how long the workload runs: 30, 30s, 2m (default 30s, at least 5s)

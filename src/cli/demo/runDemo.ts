@@ -9,9 +9,9 @@ import { kubeBalancerClient, oneConnectionClient, type ClientLoad, type ClientNo
 import { DemoCluster, USERS, type ClientKey } from './DemoCluster.ts';
 import { LineView } from './LineView.ts';
 import { Meter } from './Meter.ts';
-import { scenario } from './scenario.ts';
+import { demoSlowStartMs, scenario } from './scenario.ts';
 import { CLIENT_KEYS, type DemoEvent, type Snapshot, type View } from './snapshot.ts';
-import { summarize, summaryText, type DemoSummary } from './summary.ts';
+import { ratioText, summarize, summaryText, type ClientSummary, type DemoSummary } from './summary.ts';
 import { TerminalView } from './TerminalView.ts';
 import { Workload } from './Workload.ts';
 
@@ -34,26 +34,28 @@ const STOP_MS = 5000;
 
 /**
  * `kube-balancer demo`: the same client-node workload through kube-balancer and through one
- * connection, against simulated apiservers that crash and drain meanwhile, watched live.
+ * connection behind an L4 load balancer, against simulated apiservers that restart one after the
+ * other (kube-apiserver's default shutdown) and crash meanwhile, watched live.
  */
 export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Promise<DemoSummary> {
   const screen = options.json ? process.stderr : process.stdout;
   const demo = await DemoCluster.start(options.servers);
   let clients: Record<ClientKey, DemoClient>;
   try {
-    clients = { kubeBalancer: await kubeBalancerClient(k8s, demo), oneConnection: oneConnectionClient(k8s, demo, demo.apiservers[0]!) };
+    clients = { kubeBalancer: await kubeBalancerClient(k8s, demo, demoSlowStartMs(options.durationMs)), oneConnection: oneConnectionClient(k8s, demo, demo.l4) };
   } catch (error) {
     await demo.close();
     throw error;
   }
   const view: View = (screen as WriteStream).isTTY ? new TerminalView(screen) : new LineView(screen);
   const events: DemoEvent[] = [];
-  const started = performance.now();
-  const elapsed = (): number => performance.now() - started;
+  // The clock starts with the workload, once the informers have synced: phase times count from there.
+  let started = performance.now();
+  const elapsed = (): number => Math.max(0, performance.now() - started);
   const account = new BalancerAccount(clients.kubeBalancer.balancer!, demo, (text) => events.push({ atMs: elapsed(), text }));
   const workloads = CLIENT_KEYS.map((k) => new Workload(k8s, clients[k], { namespace: USERS[k], qps: QPS, workers: WORKERS }));
-  const meter = new Meter(demo.apiservers, Date.now());
-  const phases = scenario(demo.apiservers, workloads, options.durationMs);
+  let meter = new Meter(demo.apiservers, Date.now());
+  const phases = scenario(demo.apiservers, workloads, options.durationMs, () => demo.l4.busiest);
   // What the views get each tick: the parts that do not change are made once.
   const labels = { kubeBalancer: clients.kubeBalancer.label, oneConnection: clients.oneConnection.label };
   const snapshot = (phase: number, elapsedMs: number): Snapshot => ({
@@ -72,6 +74,8 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
   try {
     await clients.kubeBalancer.balancer!.ready();
     await Promise.all(workloads.map((w) => w.start()));
+    started = performance.now();
+    meter = new Meter(demo.apiservers, Date.now());
     let phase = 0;
     let stop = false;
     void options.interrupted?.then(() => (stop = true));
@@ -104,7 +108,22 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
       apiservers: demo.apiservers.map((a) => ({ name: a.name, address: a.address })),
       phases: phases.map((p) => ({ title: p.title, atMs: Math.round(p.atMs) })),
     };
-    let chart: string | null = null;
+    // Where requests go once every apiserver is back: the skew a rolling restart leaves behind.
+    const afterMs = phases.find((p) => p.after)?.atMs ?? 0;
+    const figures = Object.fromEntries(
+      CLIENT_KEYS.map((k, i) => [
+        k,
+        {
+          label: clients[k].label,
+          via: clients[k].via,
+          totals: meter.totals(k),
+          totalsAfter: meter.totals(k, afterMs),
+          workload: workloads[i]!.stats,
+          balancer: k === 'kubeBalancer' ? account.counts() : null,
+        },
+      ]),
+    ) as Parameters<typeof summarize>[1];
+    const summary = summarize(base, figures, afterMs);
     if (options.chart !== undefined) {
       const stepMs = Math.max(500, Math.round(durationMs / 60 / 250) * 250);
       const svg = chartSvg({
@@ -112,19 +131,17 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
         durationMs,
         stepMs,
         apiservers: demo.apiservers.map((a) => a.name),
-        panels: CLIENT_KEYS.map((k) => ({ label: `${clients[k].label}: ${clients[k].short}`, series: meter.series(k, stepMs, durationMs) })),
+        panels: CLIENT_KEYS.map((k, i) => ({
+          label: `${clients[k].label}: ${clients[k].short}`,
+          note: panelNote(summary.clients[k]),
+          series: meter.series(k, stepMs, durationMs),
+          failuresAtMs: workloads[i]!.failedAt.map((at) => at - started),
+        })),
         phases: phases.map((p) => ({ title: p.title, atMs: p.atMs, disrupts: p.disrupts })),
       });
-      chart = resolvePath(options.chart);
-      await writeFile(chart, svg);
+      summary.chart = resolvePath(options.chart);
+      await writeFile(summary.chart, svg);
     }
-    const figures = Object.fromEntries(
-      CLIENT_KEYS.map((k, i) => [
-        k,
-        { label: clients[k].label, via: clients[k].via, totals: meter.totals(k), workload: workloads[i]!.stats, balancer: k === 'kubeBalancer' ? account.counts() : null },
-      ]),
-    ) as Parameters<typeof summarize>[1];
-    const summary = summarize(base, figures, chart);
     if (options.json) console.log(JSON.stringify(summary, null, 2));
     else console.log(summaryText(summary));
     return summary;
@@ -133,6 +150,12 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
     await bounded(Promise.all(CLIENT_KEYS.map((k) => clients[k].close())), 'closing the clients');
     await bounded(demo.close(), 'stopping the simulated cluster');
   }
+}
+
+/** What a panel of the chart says under its title: what the summary's figures say. */
+function panelNote(c: ClientSummary): string {
+  const shares = c.after.perApiserver.map((p) => `${Math.round(p.share * 100)}%`).join(' / ');
+  return `${c.failed} failed call${c.failed === 1 ? '' : 's'}; after the restarts ${shares}, max/min ${ratioText(c.after.maxMinRatio)}`;
 }
 
 function intro(out: Writable, demo: DemoCluster, clients: Record<ClientKey, DemoClient>, options: DemoOptions): void {

@@ -5,6 +5,7 @@ import type { Workload } from './Workload.ts';
 const CRASH_SETTLE_MS = 100;
 
 export interface Phase {
+  /** Set when the phase starts if it depends on what happened before (which apiserver crashes). */
   title: string;
   /** Start, in milliseconds from the start of the workload. */
   atMs: number;
@@ -12,46 +13,83 @@ export interface Phase {
   run?: () => Promise<void>;
   /** The apiserver it disrupts, for the chart. */
   disrupts?: string;
+  /** The phase from which the summary counts where requests go "after the restarts". */
+  after?: boolean;
 }
 
 /**
- * The story, in fractions of the run: all up; one apiserver crashes; it comes back; another shuts
- * down gracefully (the drain of a rolling restart); it comes back. The pinned apiserver of the
- * one-connection client is never touched, so that client never fails: the contrast is where the
- * requests go, not who survives.
+ * kube-balancer's slow start (10 s by default) shortened like the apiservers' shutdown, so that an
+ * apiserver back from the crash has its full share before the phase "after the restarts".
  */
-export function scenario(apiservers: readonly Apiserver[], workloads: readonly Workload[], durationMs: number): Phase[] {
-  const crashed = apiservers[1]!;
-  const drained = apiservers[Math.min(2, apiservers.length - 1)]!;
-  // The shutdown delay and drain of a real apiserver (seconds to minutes), shortened to fit a phase.
-  const step = Math.min(2000, Math.max(1000, durationMs * 0.05));
-  return [
-    { title: 'all apiservers up', atMs: 0 },
-    {
-      title: `crash ${crashed.name}`,
-      atMs: durationMs * 0.2,
-      disrupts: crashed.name,
-      run: async () => {
-        const resume = await Promise.all(workloads.map((w) => w.pause()));
-        try {
-          await crashed.instance.crash();
-          // The resets are in the clients' kernel buffers now, but a client learns of them only on
-          // its next turn of the event loop; a create written before then is lost to the crash,
-          // whatever balances it. The demo is about where requests go, so it lets them land first.
-          await sleep(CRASH_SETTLE_MS);
-        } finally {
-          for (const go of resume) go();
-        }
+export function demoSlowStartMs(durationMs: number): number {
+  return Math.round(Math.min(10_000, durationMs * 0.08));
+}
+
+/**
+ * The story, in fractions of the run: all up; a rolling restart of every apiserver, one after the
+ * other, in kube-apiserver's default shutdown mode; then the apiserver the one-connection client is
+ * on crashes and comes back; then everything is up again, and the summary counts where requests go.
+ * `oneConnectionAt` says which apiserver the one-connection client's connection goes to now.
+ */
+export function scenario(apiservers: readonly Apiserver[], workloads: readonly Workload[], durationMs: number, oneConnectionAt: () => Apiserver | undefined): Phase[] {
+  const slot = (0.44 * durationMs) / apiservers.length;
+  // kube-apiserver's drain and its Shutdown timeout (60 s by default; research/landscape-2026.md,
+  // fixtures/apiserver/ShutdownSequence.ts) shortened to fit a slot: open connections bring
+  // requests (each answered 503) for `step`, and watches break at the exit, `step` later.
+  const step = Math.round(Math.min(1500, Math.max(200, slot / 3)));
+  const phases: Phase[] = [{ title: 'all apiservers up', atMs: 0 }];
+  let previous: Promise<void> = Promise.resolve();
+  for (const [i, apiserver] of apiservers.entries()) {
+    phases.push({
+      title: `restart ${apiserver.name} (default shutdown)`,
+      atMs: durationMs * 0.04 + i * slot,
+      disrupts: apiserver.name,
+      // One at a time, as a rolling restart goes: a late one waits for the one before to be back.
+      run: () => {
+        const restart = previous.then(() => apiserver.instance.restart({ shutdown: { drainMs: step, timeoutMs: 2 * step } }));
+        previous = restart;
+        return restart;
       },
+    });
+  }
+  let crashed: Apiserver | undefined;
+  let crashing: Promise<void> = Promise.resolve();
+  const crash: Phase = {
+    title: 'crash',
+    atMs: durationMs * 0.52,
+    run: () => {
+      // Named at once, for the live view: where the one connection is now.
+      const target = oneConnectionAt() ?? apiservers[0]!;
+      crashed = target;
+      crash.title = `crash ${target.name} (the one connection's)`;
+      crash.disrupts = target.name;
+      crashing = previous.then(() => crashBetweenCalls(target, workloads));
+      return crashing;
     },
-    { title: `${crashed.name} back`, atMs: durationMs * 0.4, run: () => crashed.instance.restart() },
-    {
-      title: `drain ${drained.name} (graceful shutdown)`,
-      atMs: durationMs * 0.55,
-      disrupts: drained.name,
-      // Not awaited by the next phase: restart() waits for the shutdown to finish.
-      run: () => drained.instance.shutdown({ delayMs: step, drainMs: step }),
+  };
+  const back: Phase = {
+    title: 'crashed apiserver back',
+    atMs: durationMs * 0.58,
+    run: () => {
+      back.title = `${crashed?.name ?? 'crashed apiserver'} back`;
+      return crashing.then(() => crashed?.instance.restart());
     },
-    { title: `${drained.name} back`, atMs: durationMs * 0.75, run: () => drained.instance.restart() },
-  ];
+  };
+  // By then kube-balancer has brought the crashed apiserver back to its full share (`demoSlowStartMs`).
+  phases.push(crash, back, { title: 'after the restarts: all up', atMs: durationMs * 0.75, after: true });
+  return phases;
+}
+
+/** Crashes `apiserver` between two calls of the workloads (their watches are cut all the same). */
+async function crashBetweenCalls(apiserver: Apiserver, workloads: readonly Workload[]): Promise<void> {
+  const resume = await Promise.all(workloads.map((w) => w.pause()));
+  try {
+    await apiserver.instance.crash();
+    // The resets are in the clients' kernel buffers now, but a client learns of them only on its
+    // next turn of the event loop; a create written before then is lost to the crash, whatever
+    // balances it. The demo is about what a client can get right, so it lets them land first.
+    await sleep(CRASH_SETTLE_MS);
+  } finally {
+    for (const go of resume) go();
+  }
 }

@@ -29,8 +29,20 @@ export interface ClientSummary {
   failed: number;
   informerRestarts: number;
   errors: string[];
+  /** Where its requests went once every apiserver was back (the phase "after the restarts", to the end). */
+  after: AfterRestarts;
   /** kube-balancer's health decisions and retries; `null` for the client without it. */
   balancer: BalancerCounts | null;
+}
+
+/** The spread a client is left with after the rolling restart and the crash. */
+export interface AfterRestarts {
+  /** From when, in milliseconds from the start. */
+  fromMs: number;
+  requests: number;
+  perApiserver: Array<{ name: string; requests: number; share: number }>;
+  /** Requests at the busiest apiserver over those at the least busy one, to 2 decimals; `null` (∞) when one got none. */
+  maxMinRatio: number | null;
 }
 
 /** kube-balancer's own account, from `balancer.stats()`, plus drains and restores counted from its events. */
@@ -55,24 +67,22 @@ export interface ClientFigures {
   label: string;
   via: string;
   totals: number[];
+  /** The same from the phase "after the restarts" on. */
+  totalsAfter: number[];
   workload: WorkloadStats;
   balancer: BalancerCounts | null;
 }
 
-export function summarize(
-  base: Omit<DemoSummary, 'clients' | 'chart'>,
-  figures: Record<ClientKey, ClientFigures>,
-  chart: string | null,
-): DemoSummary {
+/** The summary, its chart still to be written (`chart: null`). */
+export function summarize(base: Omit<DemoSummary, 'clients' | 'chart'>, figures: Record<ClientKey, ClientFigures>, afterMs: number): DemoSummary {
   const clients = Object.fromEntries(
     CLIENT_KEYS.map((key) => {
       const f = figures[key];
-      const requests = f.totals.reduce((a, b) => a + b, 0);
-      const perApiserver = base.apiservers.map((a, i) => ({
-        ...a,
-        requests: f.totals[i] ?? 0,
-        share: requests ? Math.round(((f.totals[i] ?? 0) / requests) * 1000) / 1000 : 0,
-      }));
+      const requests = sum(f.totals);
+      const perApiserver = base.apiservers.map((a, i) => ({ ...a, requests: f.totals[i] ?? 0, share: share(f.totals[i] ?? 0, requests) }));
+      const after = sum(f.totalsAfter);
+      const counts = base.apiservers.map((_, i) => f.totalsAfter[i] ?? 0);
+      const least = Math.min(...counts);
       const summary: ClientSummary = {
         label: f.label,
         via: f.via,
@@ -83,12 +93,31 @@ export function summarize(
         failed: f.workload.failed,
         informerRestarts: f.workload.informerRestarts,
         errors: f.workload.errors,
+        after: {
+          fromMs: Math.round(afterMs),
+          requests: after,
+          perApiserver: base.apiservers.map((a, i) => ({ name: a.name, requests: counts[i]!, share: share(counts[i]!, after) })),
+          maxMinRatio: least > 0 ? Math.round((Math.max(...counts) / least) * 100) / 100 : null,
+        },
         balancer: f.balancer,
       };
       return [key, summary];
     }),
   ) as Record<ClientKey, ClientSummary>;
-  return { ...base, clients, chart };
+  return { ...base, clients, chart: null };
+}
+
+/** `1.07`, or `∞` when an apiserver got nothing. */
+export function ratioText(ratio: number | null): string {
+  return ratio === null ? '∞' : ratio.toFixed(2);
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}
+
+function share(part: number, whole: number): number {
+  return whole ? Math.round((part / whole) * 1000) / 1000 : 0;
 }
 
 /** The summary as the end of the demo's text output. */
@@ -112,6 +141,17 @@ export function summaryText(s: DemoSummary): string {
     table(header, rows, header.map((_, i) => i > 0)),
     '',
   ];
+  const afterHeader = ['', ...s.apiservers.map((a) => a.name), 'max/min'];
+  const afterRows = CLIENT_KEYS.map((k) => {
+    const a = s.clients[k].after;
+    return [s.clients[k].label, ...a.perApiserver.map((p) => `${p.requests} (${Math.round(p.share * 100)}%)`), ratioText(a.maxMinRatio)];
+  });
+  lines.push(
+    `after the restarts (from ${seconds(s.clients.kubeBalancer.after.fromMs)} to the end, every apiserver up): requests per apiserver`,
+    '',
+    table(afterHeader, afterRows, afterHeader.map((_, i) => i > 0)),
+    '',
+  );
   for (const k of CLIENT_KEYS) lines.push(`${s.clients[k].label}: ${s.clients[k].via}`);
   const b = s.clients.kubeBalancer.balancer;
   if (b) {

@@ -9,7 +9,13 @@ const input = {
   apiservers: ['apiserver-1', 'apiserver-2'],
   panels: [
     { label: 'kube-balancer', series: [[10, 12, 0, 5, 10, 10, 10, 10, 10, 10], [10, 8, 20, 15, 10, 10, 10, 10, 10, 10]] },
-    { label: "one <connection> & 'more'", series: [[20, 20, 20, 20, 20, 20, 20, 20, 20, 20], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]] },
+    {
+      label: "one <connection> & 'more'",
+      note: '17 failed calls; after the restarts 0% / 100%, max/min ∞',
+      series: [[20, 20, 20, 20, 20, 20, 20, 20, 20, 20], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]],
+      // Two in one pixel column, one outside the run.
+      failuresAtMs: [2100, 2101, 5000, 12_000],
+    },
   ],
   phases: [
     { title: 'all up', atMs: 0 },
@@ -44,4 +50,16 @@ test('points: x in time order inside the plot, y higher for more requests/s, one
   t.true(one1![0]![1] - one2![0]![1] < 0);
   const height = (points: [number, number][], i: number, base: number): number => base - points[i]![1];
   t.is(Math.round(height(one1!, 0, one2![0]![1])), Math.round(2 * height(kb1!, 0, kb1![2]![1])));
+});
+
+test('failed calls: red ticks on the time axis of their panel only, one per pixel column; the note under the label', (t) => {
+  const root = parseXml(chartSvg(input));
+  const [balanced, single] = findAll(root, 'g');
+  t.deepEqual(findAll(balanced!, 'line').filter((l) => l.attributes.class === 'failure'), []);
+  const ticks = findAll(single!, 'line').filter((l) => l.attributes.class === 'failure');
+  t.is(ticks.length, 2);
+  const xs = ticks.map((l) => Number(l.attributes.x1));
+  t.true(xs[0]! < xs[1]!, 'in time order, 2.1 s before 5 s');
+  t.deepEqual(findAll(single!, 'text').filter((n) => n.attributes.class === 'note').map((n) => n.text), ['17 failed calls; after the restarts 0% / 100%, max/min ∞']);
+  t.true(findAll(single!, 'text').some((n) => n.text === 'failed call'), 'a legend entry for the ticks');
 });

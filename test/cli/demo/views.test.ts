@@ -4,7 +4,7 @@ import type { WriteStream } from 'node:tty';
 import test from 'ava';
 import { LineView } from '../../../src/cli/demo/LineView.ts';
 import type { Snapshot } from '../../../src/cli/demo/snapshot.ts';
-import { summaryText, type DemoSummary } from '../../../src/cli/demo/summary.ts';
+import { ratioText, summarize, summaryText, type DemoSummary } from '../../../src/cli/demo/summary.ts';
 import { TerminalView } from '../../../src/cli/demo/TerminalView.ts';
 
 const phases = [
@@ -80,8 +80,8 @@ test('line view: phases and events as they come, rates every interval', (t) => {
   ]);
 });
 
-test('summary text: shares per apiserver for both clients, failures, and the balancer account', (t) => {
-  const client = (label: string, requests: number[]): DemoSummary['clients']['kubeBalancer'] => ({
+test('summary text: shares per apiserver for both clients, failures, the spread after the restarts, and the balancer account', (t) => {
+  const client = (label: string, requests: number[], after: number[]): DemoSummary['clients']['kubeBalancer'] => ({
     label,
     via: `${label} via`,
     requests: requests.reduce((a, b) => a + b, 0),
@@ -91,6 +91,12 @@ test('summary text: shares per apiserver for both clients, failures, and the bal
     failed: 0,
     informerRestarts: 1,
     errors: [],
+    after: {
+      fromMs: 4500,
+      requests: after.reduce((a, b) => a + b, 0),
+      perApiserver: after.map((n, i) => ({ name: `apiserver-${i + 1}`, requests: n, share: n / after.reduce((a, b) => a + b, 0) })),
+      maxMinRatio: Math.min(...after) ? Math.round((Math.max(...after) / Math.min(...after)) * 100) / 100 : null,
+    },
     balancer: null,
   });
   const summary: DemoSummary = {
@@ -101,18 +107,59 @@ test('summary text: shares per apiserver for both clients, failures, and the bal
     phases,
     clients: {
       kubeBalancer: {
-        ...client('kube-balancer', [150, 150]),
+        ...client('kube-balancer', [150, 150], [40, 38]),
         balancer: { requests: 300, failed: 1, ejections: 2, ejectionsByReason: { connect: 2 }, drains: 1, restores: 1, retries: 4, retriesByReason: { connect: 3, throttled: 1 }, retriesRefused: 0, dnsQueries: { success: 2 } },
       },
-      oneConnection: client('one connection', [300, 0]),
+      oneConnection: { ...client('one connection', [200, 100], [0, 80]), failed: 17 },
     },
     chart: '/tmp/chart.svg',
   };
   const text = summaryText(summary);
   t.regex(text, /^summary after 6\.0 s:/m);
   t.regex(text, /^kube-balancer\s+150 \(50%\)\s+150 \(50%\)\s+300\s+290\s+0\s+1$/m);
-  t.regex(text, /^one connection\s+300 \(100%\)\s+0 \(0%\)\s+300\s+290\s+0\s+1$/m);
+  t.regex(text, /^one connection\s+200 \(67%\)\s+100 \(33%\)\s+300\s+290\s+17\s+1$/m);
+  // Where the requests went once every apiserver was back, and how uneven that is.
+  t.regex(text, /^after the restarts \(from 4\.5 s to the end, every apiserver up\): requests per apiserver$/m);
+  t.regex(text, /^\s+apiserver-1\s+apiserver-2\s+max\/min$/m);
+  t.regex(text, /^kube-balancer\s+40 \(51%\)\s+38 \(49%\)\s+1\.05$/m);
+  t.regex(text, /^one connection\s+0 \(0%\)\s+80 \(100%\)\s+∞$/m);
   t.regex(text, /^kube-balancer's stats\(\): 300 requests, 1 ended in an error \(watches cut by the crash are among them\);$/m);
   t.regex(text, /^ {2}2 ejections \(connect 2\), 1 drain, 1 restore; 4 retries on another apiserver \(connect 3, throttled 1\)$/m);
   t.regex(text, /^chart: \/tmp\/chart\.svg$/m);
+});
+
+test('summarize: shares after the restarts from the later totals; max/min over the apiservers, null (∞) when one got none', (t) => {
+  const base = {
+    durationMs: 10_000,
+    target: 'dns+srv:///x.',
+    dnsServer: '127.0.0.1:53',
+    apiservers: [1, 2, 3].map((i) => ({ name: `apiserver-${i}`, address: `127.0.0.${i + 1}:6443` })),
+    phases,
+  };
+  const workload = { calls: 100, failed: 0, informerRestarts: 0, errors: [] };
+  const summary = summarize(
+    base,
+    {
+      kubeBalancer: { label: 'kube-balancer', via: 'v', totals: [100, 90, 110], totalsAfter: [30, 25, 40], workload, balancer: null },
+      oneConnection: { label: 'one connection', via: 'v', totals: [120, 180, 0], totalsAfter: [0, 95, 0], workload: { ...workload, failed: 12 }, balancer: null },
+    },
+    7500.4,
+  );
+  t.is(summary.chart, null);
+  t.deepEqual(summary.clients.kubeBalancer.after, {
+    fromMs: 7500,
+    requests: 95,
+    perApiserver: [
+      { name: 'apiserver-1', requests: 30, share: 0.316 },
+      { name: 'apiserver-2', requests: 25, share: 0.263 },
+      { name: 'apiserver-3', requests: 40, share: 0.421 },
+    ],
+    maxMinRatio: 1.6,
+  });
+  t.is(summary.clients.oneConnection.after.maxMinRatio, null);
+  t.deepEqual(summary.clients.oneConnection.after.perApiserver.map((p) => p.share), [0, 1, 0]);
+  t.is(summary.clients.oneConnection.failed, 12);
+  t.is(summary.clients.oneConnection.apiserversUsed, 2);
+  t.is(ratioText(1.6), '1.60');
+  t.is(ratioText(null), '∞');
 });

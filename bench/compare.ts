@@ -1,0 +1,291 @@
+// The benchmark side by side: kube-balancer against plain undici (Pool, BalancedPool,
+// interceptors.dns) and haproxy (mode tcp, pinned; mode http, roundrobin and leastconn), one run
+// each, over three capacity-bound servers in child processes (4 requests at once each, bench/server.ts):
+//   equal       three 20-ms servers, 64 requests at once (saturated): ideal 600 req/s
+//   slow        20/20/100 ms, 64 at once: ideal 440 req/s, the sum of the capacities
+//   slow-light  20/20/100 ms, paced at 110 req/s (a quarter of the capacities): p99 vs 20 ms
+//   crash       three 20-ms servers at 200 req/s; server 0 is SIGKILLed at 1/3 of the run
+//   blackhole   the same; server 0 is SIGSTOPped (connections stay open, nothing answers)
+//   drain       the same; server 0 shuts down gracefully (/readyz fails, 429 + Retry-After, GOAWAY)
+// Every request: GET of one ConfigMap over HTTP/2, a 3-s deadline. CPU per request is this
+// process's user+system time (process.cpuUsage) over the requests completed; the servers and
+// haproxy run in other processes (haproxy's own CPU is read from /proc and shown apart).
+// Results: bench/results/compare.json, and a copy in bench/runs/ for `npm run bench:report`.
+// BENCH_ONLY=equal,slow and BENCH_CLIENTS=kube-balancer,haproxy limit a run.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { Agent, BalancedPool, Pool, interceptors, type Dispatcher } from 'undici';
+import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
+import { Haproxy } from '../fixtures/haproxy/Haproxy.ts';
+import { createBalancer, type Policy } from '../src/index.ts';
+import { percentile, startServerProcess, table, writeResults, type ServerProcess } from './lib.ts';
+
+const HOSTS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
+const PATH = '/api/v1/namespaces/default/configmaps/bench';
+const SLOTS = 4;
+const MS = Number(process.env.BENCH_MS ?? 3000);
+const WARMUP_MS = 500;
+const DEADLINE_MS = 3000;
+const tls = { ca: certs.ca, servername: APISERVER_NAME };
+
+interface Scenario {
+  name: string;
+  serviceMs: number[];
+  /** Closed loop: this many requests at once. */
+  concurrency?: number;
+  /** Open loop: requests per second, evenly paced. */
+  rate?: number;
+  /** What happens to server 0 at a third of the run. */
+  event?: (server: ServerProcess) => void;
+  /** Requests per second a perfect client would complete. */
+  ideal: number;
+}
+
+const capacity = (serviceMs: number[]): number => serviceMs.reduce((sum, ms) => sum + (SLOTS * 1000) / ms, 0);
+
+const SCENARIOS: Scenario[] = [
+  { name: 'equal', serviceMs: [20, 20, 20], concurrency: 64, ideal: capacity([20, 20, 20]) },
+  { name: 'slow', serviceMs: [20, 20, 100], concurrency: 64, ideal: capacity([20, 20, 100]) },
+  { name: 'slow-light', serviceMs: [20, 20, 100], rate: 110, ideal: 110 },
+  { name: 'crash', serviceMs: [20, 20, 20], rate: 200, ideal: 200, event: (s) => void s.child.kill('SIGKILL') },
+  { name: 'blackhole', serviceMs: [20, 20, 20], rate: 200, ideal: 200, event: (s) => void s.child.kill('SIGSTOP') },
+  { name: 'drain', serviceMs: [20, 20, 20], rate: 200, ideal: 200, event: (s) => s.send({ drain: true }) },
+];
+
+interface Client {
+  send: (signal: AbortSignal) => Promise<number>;
+  close: () => Promise<void>;
+  proxyPid?: number | undefined;
+}
+
+type Make = (servers: ServerProcess[]) => Client | Promise<Client>;
+
+const viaDispatcher = (dispatcher: Dispatcher, origin?: string) => async (signal: AbortSignal): Promise<number> => {
+  const res = await dispatcher.request({ ...(origin ? { origin } : {}), path: PATH, method: 'GET', headers: { host: `${APISERVER_NAME}:6443` }, signal });
+  await res.body.dump();
+  return res.statusCode;
+};
+
+const addresses = (servers: ServerProcess[]): string[] => servers.map((s, i) => `${HOSTS[i]}:${s.port}`);
+
+function kubeBalancer(policy?: Policy): Make {
+  return (servers) => {
+    const origin = `https://${APISERVER_NAME}:6443`;
+    const balancer = createBalancer({ origin, target: `static:///${addresses(servers).join(',')}`, tls: { ca: certs.ca }, ...(policy ? { policy } : {}) });
+    return { send: viaDispatcher(balancer, origin), close: () => balancer.close() };
+  };
+}
+
+function haproxy(mode: 'tcp' | 'http', balance: 'roundrobin' | 'leastconn'): Make {
+  return async (servers) => {
+    const proxy = await Haproxy.start({ backends: addresses(servers), mode, balance, check: mode === 'http' });
+    const pool = new Pool(proxy.url, { connect: tls });
+    return {
+      send: viaDispatcher(pool),
+      proxyPid: proxy.pid,
+      close: async () => {
+        await pool.destroy();
+        await proxy.stop();
+      },
+    };
+  };
+}
+
+export const CLIENTS: Record<string, Make> = {
+  'kube-balancer': kubeBalancer(),
+  'kube-balancer least-request': kubeBalancer('least-request'),
+  'undici Pool (one server)': (servers) => {
+    const pool = new Pool(`https://${addresses(servers)[0]}`, { connect: tls });
+    return { send: viaDispatcher(pool), close: () => pool.destroy() };
+  },
+  'undici BalancedPool': (servers) => {
+    const pool = new BalancedPool(addresses(servers).map((a) => `https://${a}`), { connect: tls });
+    return { send: viaDispatcher(pool), close: () => pool.destroy() };
+  },
+  'undici interceptors.dns': (servers) => {
+    const agent = new Agent({ connect: tls });
+    type Lookup = (origin: unknown, opts: unknown, cb: (err: Error | null, addresses: Array<{ address: string; family: number }>) => void) => void;
+    const lookup: Lookup = (_origin, _opts, cb) => cb(null, HOSTS.map((address) => ({ address, family: 4 })));
+    const dispatcher = agent.compose(interceptors.dns({ lookup: lookup as never }));
+    return { send: viaDispatcher(dispatcher, `https://${APISERVER_NAME}:${servers[0]!.port}`), close: () => agent.destroy() };
+  },
+  'haproxy tcp (pinned)': haproxy('tcp', 'roundrobin'),
+  'haproxy http roundrobin': haproxy('http', 'roundrobin'),
+  'haproxy http leastconn': haproxy('http', 'leastconn'),
+};
+
+/** Three servers on one port (interceptors.dns keeps the URL's port), retried if the port is taken elsewhere. */
+async function startServers(serviceMs: number[]): Promise<ServerProcess[]> {
+  for (let tries = 1; ; tries++) {
+    const first = await startServerProcess(HOSTS[0]!, 'h2', { slots: SLOTS, serviceMs: serviceMs[0]! });
+    const rest = await Promise.allSettled(HOSTS.slice(1).map((host, i) => startServerProcess(host, 'h2', { port: first.port, slots: SLOTS, serviceMs: serviceMs[i + 1]! })));
+    const started = rest.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    if (started.length === rest.length) return [first, ...started];
+    await Promise.all([first, ...started].map((s) => s.stop()));
+    if (tries >= 5) throw (rest.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
+  }
+}
+
+/** User + system CPU of a process from /proc (clock ticks, 100 per second on Linux), in µs. */
+function processCpuUs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return NaN;
+  }
+}
+
+export interface Row {
+  scenario: string;
+  client: string;
+  requests: number;
+  failed: number;
+  /** Successful requests per second ÷ the scenario's ideal. */
+  throughput: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** This process's CPU µs per completed request. */
+  cpuUs: number;
+  proxyCpuUs: number | null;
+  /** Share of the requests each server counted. */
+  share: number[];
+}
+
+async function measure(scenario: Scenario, name: string, make: Make): Promise<Row> {
+  const servers = await startServers(scenario.serviceMs);
+  const client = await make(servers);
+  const samples: Array<{ ms: number; ok: boolean }> = [];
+  const counts = async (): Promise<number[]> =>
+    Promise.all(
+      servers.map(async (s, i) => {
+        if (s.child.exitCode !== null || s.child.signalCode !== null) return 0;
+        const pool = new Pool(`https://${HOSTS[i]}:${s.port}`, { connect: tls });
+        try {
+          const res = await pool.request({ path: '/__count', method: 'GET', signal: AbortSignal.timeout(500) });
+          return Number(await res.body.text());
+        } catch {
+          return 0;
+        } finally {
+          await pool.destroy();
+        }
+      }),
+    );
+  let served: number[] = [];
+  let cpu: NodeJS.CpuUsage | undefined;
+  let proxyCpu = NaN;
+  try {
+    const one = async (record: boolean): Promise<void> => {
+      const start = performance.now();
+      let ok = false;
+      try {
+        ok = (await client.send(AbortSignal.timeout(DEADLINE_MS))) === 200;
+      } catch {
+        ok = false;
+      }
+      if (record) samples.push({ ms: performance.now() - start, ok });
+    };
+    // Warm up (connections, JIT), then count from zero.
+    const warmEnd = performance.now() + WARMUP_MS;
+    await Promise.all(Array.from({ length: Math.min(8, scenario.concurrency ?? 8) }, async () => {
+      while (performance.now() < warmEnd) await one(false);
+    }));
+    await counts();
+    const start = performance.now();
+    const end = start + MS;
+    cpu = process.cpuUsage();
+    proxyCpu = processCpuUs(client.proxyPid);
+    let fired = false;
+    const fire = (): void => {
+      if (!fired && scenario.event && performance.now() >= start + MS / 3) {
+        fired = true;
+        scenario.event(servers[0]!);
+      }
+    };
+    if (scenario.concurrency !== undefined) {
+      await Promise.all(Array.from({ length: scenario.concurrency }, async () => {
+        while (performance.now() < end) {
+          fire();
+          await one(true);
+        }
+      }));
+    } else {
+      const inFlight: Array<Promise<void>> = [];
+      const total = Math.round((scenario.rate! * MS) / 1000);
+      await new Promise<void>((resolve) => {
+        const tick = setInterval(() => {
+          fire();
+          const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * scenario.rate!));
+          while (inFlight.length < due) inFlight.push(one(true));
+          if (inFlight.length >= total) {
+            clearInterval(tick);
+            resolve();
+          }
+        }, 2);
+      });
+      await Promise.all(inFlight);
+    }
+    cpu = process.cpuUsage(cpu);
+    proxyCpu = processCpuUs(client.proxyPid) - proxyCpu;
+  } finally {
+    served = await counts();
+    await client.close();
+    await Promise.all(servers.map((s) => s.stop()));
+  }
+  const latencies = samples.map((s) => s.ms).sort((a, b) => a - b);
+  const ok = samples.filter((s) => s.ok).length;
+  const seconds = scenario.concurrency !== undefined ? MS / 1000 : samples.length / scenario.rate!;
+  const sum = served.reduce((a, b) => a + b, 0) || 1;
+  const round = (x: number): number => Math.round(x * 10) / 10;
+  return {
+    scenario: scenario.name,
+    client: name,
+    requests: samples.length,
+    failed: samples.length - ok,
+    throughput: Math.round((ok / seconds / scenario.ideal) * 1000) / 1000,
+    p50: round(percentile(latencies, 0.5)),
+    p99: round(percentile(latencies, 0.99)),
+    max: round(latencies.at(-1) ?? 0),
+    cpuUs: cpu ? round((cpu.user + cpu.system) / Math.max(1, samples.length)) : NaN,
+    proxyCpuUs: Number.isNaN(proxyCpu) ? null : round(proxyCpu / Math.max(1, samples.length)),
+    share: served.map((n) => Math.round((1000 * n) / sum) / 1000),
+  };
+}
+
+export async function run(): Promise<unknown> {
+  const onlyScenarios = process.env.BENCH_ONLY?.split(',');
+  const onlyClients = process.env.BENCH_CLIENTS?.split(',');
+  const rows: Row[] = [];
+  const startedAt = new Date().toISOString();
+  for (const scenario of SCENARIOS) {
+    if (onlyScenarios && !onlyScenarios.includes(scenario.name)) continue;
+    for (const [name, make] of Object.entries(CLIENTS)) {
+      if (onlyClients && !onlyClients.some((word) => name.includes(word))) continue;
+      const row = await measure(scenario, name, make);
+      rows.push(row);
+      console.log(`${scenario.name.padEnd(10)} ${name.padEnd(28)} ×ideal ${row.throughput.toFixed(3)}  p50 ${row.p50}  p99 ${row.p99}  max ${row.max} ms  failed ${row.failed}  cpu ${row.cpuUs} µs/req  share ${row.share.join('/')}`);
+    }
+  }
+  console.log(table(rows.map((r) => ({ ...r, share: r.share.join('/'), proxyCpuUs: r.proxyCpuUs ?? '-' }))));
+  const cpus = os.cpus();
+  const result = {
+    startedAt,
+    machine: { cpu: cpus[0]?.model ?? 'unknown', cores: cpus.length, node: process.version, loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100) },
+    settings: { ms: MS, warmupMs: WARMUP_MS, deadlineMs: DEADLINE_MS, slots: SLOTS },
+    rows,
+  };
+  // Every run is also kept in bench/runs/ (committed), which `npm run bench:report` turns into BENCHMARKS.md.
+  if (!onlyScenarios && !onlyClients) {
+    const runs = join(import.meta.dirname, 'runs');
+    mkdirSync(runs, { recursive: true });
+    const file = join(runs, `compare-${startedAt.replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, `${JSON.stringify({ name: 'compare', ...result }, null, 2)}\n`);
+    console.log(`kept in ${file}`);
+  }
+  return result;
+}
+
+if (import.meta.main) writeResults('compare', await run());

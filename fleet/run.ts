@@ -1,0 +1,97 @@
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { defaultWorkload } from './client/Workload.ts';
+import { scenarioResult, summarize, type ScenarioResult, type StrategyResult } from './report.ts';
+import { scenarios } from './scenarios.ts';
+import { defaultApiserver } from './server/Apiserver.ts';
+import { defaultDns } from './server/DnsServer.ts';
+import { defaultLifecycle } from './sim/Cluster.ts';
+import { runStrategy, type RunOptions } from './sim/Fleet.ts';
+import type { ChartRun } from './svg.ts';
+import { defaultStrategies, strategies } from './sim/strategies.ts';
+import { dnsCacheDefaults } from '../src/dns/DnsCache.ts';
+
+export interface FleetArgs {
+  scenario: string;
+  clients: number;
+  apiservers: number;
+  seed: number;
+  minutes: number;
+  /** Only these strategies (default: the scenario's). */
+  strategies?: readonly string[];
+  /** kube-balancer's `dns.minTtl`, ms (default: the library's). */
+  minTtlMs?: number;
+  /** The SRV record's TTL, s. */
+  dnsTtl?: number;
+  /** Strategies run at once, each in a worker thread; 1: one after another, in this thread. */
+  parallel?: number;
+}
+
+/** One strategy's outcome: its figures and what its chart needs. */
+export interface StrategyOutcome {
+  id: string;
+  result: StrategyResult;
+  chart: ChartRun;
+}
+
+function runOptions(args: FleetArgs): RunOptions {
+  return {
+    clients: args.clients,
+    apiservers: args.apiservers,
+    seed: args.seed,
+    minutes: args.minutes,
+    startSpreadMs: 10_000,
+    workload: defaultWorkload,
+    apiserver: defaultApiserver,
+    lifecycle: defaultLifecycle,
+    dns: { ...defaultDns, ...(args.dnsTtl !== undefined ? { ttl: args.dnsTtl } : {}) },
+    minTtlMs: args.minTtlMs ?? dnsCacheDefaults.minTtl,
+  };
+}
+
+/**
+ * Runs one scenario under each strategy (each in its own world, same seed), `parallel` at a time in
+ * worker threads (default: as many as there are cores).
+ */
+export async function runScenario(args: FleetArgs): Promise<{ result: ScenarioResult; charts: ChartRun[] }> {
+  const scenario = scenarios[args.scenario];
+  if (!scenario) throw new Error(`unknown scenario ${args.scenario}; one of ${Object.keys(scenarios).join(', ')}`);
+  const options = runOptions(args);
+  const ids = args.strategies ?? scenario.strategies ?? defaultStrategies;
+  for (const id of ids) if (!strategies[id]) throw new Error(`unknown strategy ${id}; one of ${Object.keys(strategies).join(', ')}`);
+  const cpu = process.cpuUsage();
+  const wall = performance.now();
+  const parallel = Math.max(1, Math.min(args.parallel ?? availableParallelism(), ids.length));
+  const outcomes = new Array<StrategyOutcome>(ids.length);
+  let next = 0;
+  let workerCpu = 0;
+  const lane = async (): Promise<void> => {
+    while (next < ids.length) {
+      const i = next++;
+      const id = ids[i]!;
+      if (parallel === 1) {
+        const run = await runStrategy(scenario, strategies[id]!, options);
+        const { seconds, servers, requests, watches, ready, dns } = run.meter;
+        outcomes[i] = { id, result: summarize(run), chart: { label: run.strategy.label, marks: run.marks, series: { seconds, servers, requests, watches, ready, dns } } };
+      } else {
+        outcomes[i] = await inWorker(args.scenario, id, options);
+        workerCpu += outcomes[i].result.cpuSeconds;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: parallel }, lane));
+  const used = process.cpuUsage(cpu);
+  const cpuSeconds = parallel === 1 ? (used.user + used.system) / 1e6 : workerCpu;
+  return { result: scenarioResult(scenario, options, outcomes, (performance.now() - wall) / 1000, cpuSeconds), charts: outcomes.map((o) => o.chart) };
+}
+
+function inWorker(scenario: string, strategy: string, options: RunOptions): Promise<StrategyOutcome> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./worker.ts', import.meta.url), { workerData: { scenario, strategy, options } });
+    worker.once('message', (outcome: StrategyOutcome) => resolve(outcome));
+    worker.once('error', reject);
+    worker.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`the worker for ${strategy} exited with ${code}`));
+    });
+  });
+}

@@ -1,0 +1,13 @@
+// One strategy's run in a worker thread, so that the strategies of a scenario use every core.
+import { parentPort, workerData } from 'node:worker_threads';
+import { summarize } from './report.ts';
+import { scenarios } from './scenarios.ts';
+import { runStrategy, type RunOptions } from './sim/Fleet.ts';
+import { strategies } from './sim/strategies.ts';
+import type { StrategyOutcome } from './run.ts';
+
+const { scenario, strategy, options } = workerData as { scenario: string; strategy: string; options: RunOptions };
+const run = await runStrategy(scenarios[scenario]!, strategies[strategy]!, options);
+const { seconds, servers, requests, watches, ready, dns } = run.meter;
+const outcome: StrategyOutcome = { id: strategy, result: summarize(run), chart: { label: run.strategy.label, marks: run.marks, series: { seconds, servers, requests, watches, ready, dns } } };
+parentPort!.postMessage(outcome);

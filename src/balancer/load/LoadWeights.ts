@@ -1,0 +1,91 @@
+import type { Endpoint } from '../Endpoint.ts';
+
+/**
+ * Load factors are recomputed at most this often (ms), on an answer, so the picker is rebuilt a few
+ * times a second at most, however busy the client, and never by a timer of its own.
+ */
+export const REWEIGH_MS = 100;
+
+/**
+ * Cost ratios (an endpoint's latency over the fastest one's) up to this count as equal: noise
+ * between alike apiservers must not move the weights, so equal servers keep exact integer weights
+ * and the round robin's exact cycles.
+ */
+const DEAD_BAND = 1.35;
+/**
+ * Above the dead band the factor is `(DEAD_BAND / ratio)^STEEPNESS`. Two needs fix it: an
+ * apiserver 5× slower than the others must get almost nothing while the others have room (factor
+ * 0.005, 0.3 % of the traffic among three, so that not even the 99th percentile waits for it), yet
+ * when the fast ones are saturated and queueing, at twice its latency, it must take a share near
+ * its capacity (factor ≈ 0.2). A power of 4 does both; 3 leaves the slow one 1 % at light load,
+ * 5 starves it at saturation (simulated: three servers of 4 slots, 20/20/100 ms).
+ */
+const STEEPNESS = 4;
+/** The smallest factor: an endpoint keeps a trickle of requests that tells when it is fast again. */
+const MIN_FACTOR = 0.002;
+/**
+ * An endpoint that gave no sample for a while is judged less and less by its old one: its excess
+ * over the fastest decays with this time constant (ms), so even at one request a second a slow
+ * endpoint is tried again within seconds, and comes back if it recovered (or drops again at its
+ * next slow answer).
+ */
+const STALE_MS = 3_000;
+/**
+ * Requests in flight with none finishing for this many times the latency estimate, plus
+ * `STALL_MS`: the endpoint stopped answering, and the time it has been silent is its cost until
+ * it answers again. The margin keeps a pause of our own event loop (which delays every answer
+ * alike, but not every endpoint's in the same window) from passing for a silent endpoint.
+ */
+const STALL_RATIO = 2;
+const STALL_MS = 250;
+/**
+ * An endpoint is judged by its latency once it has answered this many timed requests: before that,
+ * one answer that happened to be slow (a 6-ms GET beside 2-ms ones) would be all the evidence.
+ */
+const MIN_SAMPLES = 5;
+/** Factors that moved by less than this ratio do not rebuild the picker. */
+const NOTABLE = 1.1;
+
+/**
+ * Sets `loadFactor` of every endpoint from its `latency` estimate, relative to the fastest ready
+ * endpoint; an endpoint with no estimate yet keeps factor 1. Returns true when some factor moved
+ * notably (the picker is to be rebuilt).
+ */
+export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
+  const list: Endpoint[] = [];
+  const costs: number[] = [];
+  /** Since when each cost holds: the last sample, or now for a silence. */
+  const since: number[] = [];
+  let best = Infinity;
+  for (const endpoint of endpoints) {
+    const estimate = endpoint.latency;
+    const silent = estimate.silentFor(now);
+    let cost = estimate.samples >= MIN_SAMPLES ? estimate.value : NaN;
+    let at = estimate.sampledAt;
+    if (cost === cost && silent > STALL_RATIO * cost + STALL_MS) {
+      cost = silent;
+      at = now;
+    }
+    list.push(endpoint);
+    costs.push(cost);
+    since.push(at);
+    if (endpoint.state === 'ready' && cost < best) best = cost;
+  }
+  let changed = false;
+  list.forEach((endpoint, i) => {
+    let factor = 1;
+    const cost = costs[i]!;
+    if (cost === cost && best < Infinity && best > 0) {
+      const excess = (cost - best) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);
+      const ratio = 1 + excess / best;
+      if (ratio > DEAD_BAND) factor = Math.max(MIN_FACTOR, (DEAD_BAND / ratio) ** STEEPNESS);
+    }
+    const old = endpoint.loadFactor;
+    if (factor === old) return;
+    const moved = factor === 1 || factor > old * NOTABLE || factor * NOTABLE < old;
+    if (!moved) return;
+    endpoint.loadFactor = factor;
+    changed = true;
+  });
+  return changed;
+}

@@ -1,0 +1,244 @@
+import type { Duplex } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import type { Endpoint } from '../balancer/Endpoint.ts';
+import { classifyError } from '../health/classifyError.ts';
+import { REJECTION_BODY_BYTES } from '../health/rejections.ts';
+import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
+import { BodyTimer } from './BodyTimer.ts';
+import type { HeldResponse } from './HoldBack.ts';
+import type { ProxyController } from './ProxyController.ts';
+import type { RequestHost } from './RequestHost.ts';
+
+type Handler = Dispatcher.DispatchHandler;
+type Controller = Dispatcher.DispatchController;
+type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
+
+/** What an attempt reports to, and reads of, the request it belongs to (a `BalancedRequest`). */
+export interface AttemptOwner {
+  readonly host: RequestHost;
+  readonly downstream: Handler;
+  readonly proxy: ProxyController;
+  readonly longRunning: boolean;
+  readonly watch: boolean;
+  readonly eviction: boolean;
+  /** Milliseconds the response body may stay silent; 0: none (see BodyTimer). */
+  readonly bodyTimeout: number;
+  readonly finished: boolean;
+  attemptStarted(attempt: Attempt, controller: Controller, context: unknown): void;
+  responded(attempt: Attempt): void;
+  holdBack(attempt: Attempt, statusCode: number): boolean;
+  inspects(statusCode: number, headers: Headers): boolean;
+  inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean;
+  commit(): void;
+  holdUntilComplete(statusCode: number, headers: Headers, statusMessage: string | undefined): HeldResponse | undefined;
+  release(held: HeldResponse): void;
+  heldBackDone(attempt: Attempt): void;
+  watchStarted(attempt: Attempt, contentType: string | string[] | undefined): void;
+  attemptSettled(attempt: Attempt): void;
+  forward(chunk: Buffer): void;
+  attemptFailed(attempt: Attempt, error: Error, kind: FailureKind): void;
+  upgradeClosed(): void;
+  completed(trailers: Headers): void;
+}
+
+/** An attempt's headers until it has a response: one object shared by all, read and never written. */
+const NO_HEADERS: Headers = Object.freeze({});
+
+/** One attempt on one endpoint: forwards to the caller unless its response is held back for a retry. */
+export class Attempt implements Handler {
+  readonly endpoint: Endpoint;
+  readonly #request: AttemptOwner;
+  /** Retry attempts hold a unit of the retry budget until they end. */
+  readonly #holdsBudget: boolean;
+  #controller: Controller | undefined;
+  #bodyTimer: BodyTimer | undefined;
+  #moved = false;
+  started = false;
+  /** Clock time it was sent (with hedging on), and whether its response headers came. */
+  sentAt = 0;
+  answered = false;
+  /** Clock time it was sent, for a timed request (load-aware picking); NaN otherwise. */
+  startedAt = NaN;
+  #heldBack = false;
+  /** The response being held until complete, while it is. */
+  #held: HeldResponse | undefined;
+  /** A response read whole before the request decides whether it goes elsewhere (`BalancedRequest.inspects`). */
+  #inspected: Inspected | undefined;
+  #statusCode = 0;
+  #headers: Headers = NO_HEADERS;
+  #body = '';
+  #settled = false;
+
+  constructor(request: AttemptOwner, endpoint: Endpoint, holdsBudget: boolean) {
+    this.#request = request;
+    this.endpoint = endpoint;
+    this.#holdsBudget = holdsBudget;
+  }
+
+  onRequestStart(controller: Controller, context: unknown): void {
+    this.#controller = controller;
+    if (this.#moved) return controller.abort(new Error('kube-balancer: another attempt answered first'));
+    this.#request.attemptStarted(this, controller, context);
+  }
+
+  get controller(): Controller | undefined {
+    return this.#controller;
+  }
+
+  /** Another attempt of the request answered first (or it ended): this one ends with no verdict. */
+  supersede(): void {
+    if (this.#settled) return;
+    this.moved();
+    this.abort(new Error('kube-balancer: another attempt answered first'));
+  }
+
+  /** The watch is being moved: it ends without a verdict on the endpoint's health. */
+  moved(): void {
+    this.#moved = true;
+    this.#bodyTimer?.stop();
+    this.#settle({ type: 'aborted' });
+  }
+
+  abort(reason: Error): void {
+    this.#controller?.abort(reason);
+  }
+
+  onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
+    const request = this.#request;
+    request.responded(this);
+    this.#statusCode = statusCode;
+    request.holdBack(this, statusCode);
+    request.commit();
+    // An upgraded socket (exec, attach, port-forward) is a stream until it closes.
+    socket.once('close', () => {
+      this.#settle({ type: 'response', statusCode, headers, body: '', eviction: false });
+      request.upgradeClosed();
+    });
+    request.downstream.onRequestUpgrade?.(request.proxy, statusCode, headers, socket);
+  }
+
+  onResponseStart(_controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
+    const request = this.#request;
+    if (request.finished || this.#moved) return;
+    if (statusCode >= 200) {
+      request.responded(this);
+      this.#statusCode = statusCode;
+      this.#headers = headers;
+      if (request.bodyTimeout > 0) this.#bodyTimer = new BodyTimer(request.host.clock, request.bodyTimeout, request.proxy, (error) => this.abort(error));
+      if (request.inspects(statusCode, headers)) {
+        this.#inspected = { statusCode, headers, statusMessage, chunks: [], bytes: 0 };
+        return;
+      }
+      if (request.holdBack(this, statusCode)) {
+        this.#heldBack = true;
+        return;
+      }
+      this.#held = request.holdUntilComplete(statusCode, headers, statusMessage);
+      if (this.#held) return;
+      request.commit();
+      if (request.watch && statusCode < 300) request.watchStarted(this, headers['content-type']);
+    }
+    request.downstream.onResponseStart?.(request.proxy, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(_controller: Controller, chunk: Buffer): void {
+    this.#bodyTimer?.touch();
+    // Kept to read what a rejection says (a shutdown, a lagging watch cache), whether or not it is retried.
+    if ((this.#statusCode === 429 || this.#statusCode >= 500) && this.#body.length < REJECTION_BODY_BYTES) {
+      this.#body += chunk.toString('latin1', 0, REJECTION_BODY_BYTES - this.#body.length);
+    }
+    if (this.#heldBack || this.#moved) return;
+    const held = this.#held;
+    if (held) {
+      if (held.add(chunk)) return;
+      // Too large to hold: it streams from here on, and is no longer retried.
+      this.#held = undefined;
+      return this.#request.release(held);
+    }
+    const inspected = this.#inspected;
+    if (inspected) {
+      inspected.chunks.push(Buffer.from(chunk));
+      inspected.bytes += chunk.length;
+      // Larger than any rejection: it is an answer, and streams on to the caller from here.
+      if (inspected.bytes > REJECTION_BODY_BYTES) this.#release();
+      return;
+    }
+    if (!this.#request.finished) this.#request.forward(chunk);
+  }
+
+  onResponseEnd(_controller: Controller, trailers: Headers): void {
+    const request = this.#request;
+    this.#bodyTimer?.stop();
+    if (this.#moved) return;
+    this.#settle(this.#responseOutcome());
+    if (this.#inspected && request.inspected(this, this.#statusCode, this.#headers, this.#body)) this.#heldBack = true;
+    if (this.#heldBack) return request.heldBackDone(this);
+    if (this.#held) {
+      request.release(this.#held);
+      this.#held = undefined;
+    }
+    if (this.#inspected) this.#release();
+    if (request.finished) return;
+    request.completed(trailers);
+  }
+
+  onResponseError(_controller: Controller | null, error: Error): void {
+    this.#bodyTimer?.stop();
+    if (this.#moved) return;
+    // An inspected response that broke is an attempt that failed: what it said was not all said.
+    this.#inspected = undefined;
+    if (this.#heldBack) {
+      // The held-back response broke while being read; it was rejected anyway.
+      this.#settle(this.#responseOutcome());
+      return this.#request.heldBackDone(this);
+    }
+    // A response still held broke before its end: the caller saw none of it, so it may be retried.
+    this.#held = undefined;
+    const kind = this.#request.proxy.aborted ? 'aborted' : classifyError(error);
+    this.#settle(kind === 'aborted' ? { type: 'aborted' } : { type: 'error', kind, error });
+    this.#request.attemptFailed(this, error, kind);
+  }
+
+  onBodySent(chunk: Buffer): void {
+    this.#request.downstream.onBodySent?.(chunk);
+  }
+
+  onRequestSent(): void {
+    this.#request.downstream.onRequestSent?.();
+  }
+
+  onResponseStarted(): void {
+    this.#request.downstream.onResponseStarted?.();
+  }
+
+  /** Passes an inspected response on to the caller as it came: its start, then what was read of its body. */
+  #release(): void {
+    const inspected = this.#inspected!;
+    const request = this.#request;
+    this.#inspected = undefined;
+    request.commit();
+    if (request.finished) return;
+    request.downstream.onResponseStart?.(request.proxy, inspected.statusCode, inspected.headers, inspected.statusMessage);
+    for (const chunk of inspected.chunks) if (!request.finished) request.forward(chunk);
+  }
+
+  #responseOutcome(): AttemptOutcome {
+    return { type: 'response', statusCode: this.#statusCode, headers: this.#headers, body: this.#body, eviction: this.#request.eviction };
+  }
+
+  #settle(outcome: AttemptOutcome): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    if (this.#holdsBudget) this.#request.host.budget.release();
+    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome, this.startedAt);
+    this.#request.attemptSettled(this);
+  }
+}
+
+interface Inspected {
+  statusCode: number;
+  headers: Headers;
+  statusMessage: string | undefined;
+  chunks: Buffer[];
+  bytes: number;
+}

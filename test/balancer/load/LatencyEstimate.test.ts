@@ -1,0 +1,58 @@
+import test from 'ava';
+import { LatencyEstimate } from '../../../src/balancer/load/LatencyEstimate.ts';
+
+/** `n` samples of `ms`, one every `gap` ms from `now`; returns the time after the last. */
+function feed(estimate: LatencyEstimate, now: number, n: number, ms: number, gap: number): number {
+  for (let k = 0; k < n; k++) {
+    now += gap;
+    estimate.begin(now - ms);
+    estimate.end(now, ms, false);
+  }
+  return now;
+}
+
+test('the first sample sets the estimate; it rises within ~300 ms and falls over ~1 s', (t) => {
+  const estimate = new LatencyEstimate();
+  t.true(Number.isNaN(estimate.value));
+  let now = feed(estimate, 0, 1, 20, 5);
+  t.is(estimate.value, 20);
+  now = feed(estimate, now, 200, 20, 5);
+  now = feed(estimate, now, 60, 100, 5); // 300 ms of a 5× slower server
+  t.true(estimate.value > 85, `rose to ${estimate.value}`);
+  feed(estimate, now, 60, 20, 5); // 300 ms back to normal
+  t.true(estimate.value > 40, `falls more slowly: ${estimate.value}`);
+});
+
+test('one stray slow answer among many barely moves it', (t) => {
+  const estimate = new LatencyEstimate();
+  const now = feed(estimate, 0, 400, 20, 5);
+  feed(estimate, now, 1, 60, 5);
+  t.true(estimate.value < 23, `${estimate.value}`);
+});
+
+test('a censored outcome only raises the estimate: a fast failure never makes an endpoint look fast', (t) => {
+  const estimate = new LatencyEstimate();
+  estimate.begin(0);
+  estimate.end(1, 1, true);
+  t.true(Number.isNaN(estimate.value), 'a failure is no first sample');
+  let now = feed(estimate, 0, 100, 50, 5);
+  estimate.begin(now);
+  estimate.end(now + 1, 1, true);
+  t.is(Math.round(estimate.value), 50);
+  now += 1000;
+  estimate.begin(now - 900);
+  estimate.end(now, 900, true); // a timeout after 900 ms
+  t.true(estimate.value > 800);
+});
+
+test('silentFor counts from the last answer while requests are in flight, and is 0 when none is', (t) => {
+  const estimate = new LatencyEstimate();
+  t.is(estimate.silentFor(100), 0);
+  estimate.begin(100);
+  estimate.begin(110);
+  t.is(estimate.silentFor(150), 50);
+  estimate.end(160, 60, false);
+  t.is(estimate.silentFor(200), 40);
+  estimate.end(210, 100, false);
+  t.is(estimate.silentFor(300), 0);
+});

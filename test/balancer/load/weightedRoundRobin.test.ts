@@ -1,0 +1,117 @@
+// The 'weighted-round-robin' policy end to end on a fake clock: the real EndpointSet in front of
+// simulated capacity-bound servers (4 requests at once each; the issue's set-up: 20/20/100 ms).
+import test from 'ava';
+import { percentile } from '../../../bench/lib.ts';
+import { simulate, type Simulation } from '../../helpers/loadSimulation.ts';
+import { worstWindow } from '../../helpers/endpoints.ts';
+
+const factors = (sim: Simulation): number[] => sim.set.list().map((e) => e.loadFactor);
+
+function p99(sim: Simulation, from: number): number {
+  return percentile(sim.done.filter((d) => d.at >= from).map((d) => d.ms).sort((a, b) => a - b), 0.99);
+}
+
+test("a slow endpoint's share falls within a second and comes back within 10 s of it recovering", (t) => {
+  for (const rate of [110, 10]) {
+    const sim = simulate({ serviceMs: [20, 20, 20], rate });
+    const start = sim.clock.now();
+    sim.run(3_000);
+    t.deepEqual(factors(sim), [1, 1, 1], `${rate}/s: alike servers, no load factor`);
+    sim.servers[2]!.serviceMs = 100;
+    const slowAt = sim.clock.now();
+    sim.run(10_000);
+    t.true(sim.share(2, slowAt + 1_000, slowAt + 10_000) < 0.03, `${rate}/s: slow share ${sim.share(2, slowAt + 1_000, slowAt + 10_000)}`);
+    sim.servers[2]!.serviceMs = 20;
+    const recoveredAt = sim.clock.now();
+    sim.run(12_000);
+    t.deepEqual(factors(sim), [1, 1, 1], `${rate}/s: back to full weight`);
+    // From 10 s after the recovery on, a third again.
+    t.true(Math.abs(sim.share(2, recoveredAt + 10_000, recoveredAt + 12_000) - 1 / 3) < 0.02, `${rate}/s: ${sim.share(2, recoveredAt + 10_000, recoveredAt + 12_000)}`);
+    t.true(start < slowAt);
+  }
+});
+
+test('when the share falls, it falls at once: within 500 ms of the first slow answers', (t) => {
+  const sim = simulate({ serviceMs: [20, 20, 20], rate: 110 });
+  sim.run(2_000);
+  sim.servers[2]!.serviceMs = 100;
+  const slowAt = sim.clock.now();
+  sim.run(2_000);
+  t.true(sim.share(2, slowAt + 500, slowAt + 2_000) < 0.03, `${sim.share(2, slowAt + 500, slowAt + 2_000)}`);
+});
+
+test('alike endpoints stay exactly even (±1 in every 10·N window), lightly loaded and saturated', (t) => {
+  for (const load of [{ rate: 110 }, { concurrency: 64 }, { concurrency: 3 }]) {
+    const sim = simulate({ serviceMs: [20, 20, 20], ...load });
+    sim.run(10_000);
+    t.deepEqual(factors(sim), [1, 1, 1]);
+    t.true(worstWindow(sim.picks.map((p) => p.server), [1, 1, 1], 30) <= 1, JSON.stringify(load));
+  }
+});
+
+test("the issue's set-up: saturated ≈ 0.95 of the capacities' sum, light-load p99 ≤ 1.3× the fast service time", (t) => {
+  const capacity = 4 / 20 + 4 / 20 + 4 / 100; // requests per ms
+  const saturated = simulate({ serviceMs: [20, 20, 100], concurrency: 64 });
+  const from = saturated.clock.now() + 2_000;
+  saturated.run(10_000);
+  const throughput = saturated.done.filter((d) => d.at >= from).length / 8_000;
+  t.log(`saturated: ${(throughput / capacity).toFixed(3)} of capacity`);
+  // 0.947–0.957 over the schedules' random starts: the target (0.95) is at the edge, so the floor is a notch below.
+  t.true(throughput >= 0.94 * capacity, `saturated: ${(throughput / capacity).toFixed(3)} of capacity`);
+  // Round robin as it was: the slow server caps everything at 3 × its capacity.
+  const plain = simulate({ serviceMs: [20, 20, 100], concurrency: 64, picker: { policy: 'round-robin' } });
+  plain.run(10_000);
+  t.true(plain.done.filter((d) => d.at >= from).length / 8_000 < 0.4 * capacity);
+
+  const light = simulate({ serviceMs: [20, 20, 100], rate: 110 });
+  const lightFrom = light.clock.now() + 2_000;
+  light.run(10_000);
+  t.true(p99(light, lightFrom) <= 26, `light-load p99 ${p99(light, lightFrom)} ms`);
+});
+
+test('the mix does not matter: LISTs 20× dearer than GETs leave alike endpoints even, and a slow one still loses its share', (t) => {
+  // One request in ten is a LIST (a collection: not timed), 20 times a GET's cost.
+  const mixed = (i: number): { timed: boolean; cost: number } => (i % 10 === 3 ? { timed: false, cost: 20 } : { timed: true, cost: 1 });
+  const even = simulate({ serviceMs: [5, 5, 5], rate: 110, request: mixed });
+  even.run(10_000);
+  t.deepEqual(factors(even), [1, 1, 1]);
+  t.true(worstWindow(even.picks.map((p) => p.server), [1, 1, 1], 30) <= 1);
+  // Were the LISTs timed too, whichever endpoint served the last one would look slow.
+  const naive = simulate({ serviceMs: [5, 5, 5], rate: 110, request: (i) => ({ ...mixed(i), timed: true }) });
+  naive.run(10_000);
+  t.true(worstWindow(naive.picks.map((p) => p.server), [1, 1, 1], 30) > 1, 'timing every request unbalances alike endpoints');
+
+  const slow = simulate({ serviceMs: [5, 5, 25], rate: 110, request: mixed });
+  const from = slow.clock.now() + 2_000;
+  slow.run(10_000);
+  t.true(slow.share(2, from, from + 8_000) < 0.03, `${slow.share(2, from, from + 8_000)}`);
+});
+
+test('an endpoint that stops answering loses its share from its in-flight requests, before any of them fails', (t) => {
+  const sim = simulate({ serviceMs: [20, 20, 20], rate: 110 });
+  sim.run(2_000);
+  sim.servers[1]!.serviceMs = Infinity;
+  const at = sim.clock.now();
+  sim.run(2_000);
+  t.true(sim.share(1, at + 500, at + 2_000) < 0.03, `${sim.share(1, at + 500, at + 2_000)}`);
+  t.true(sim.set.list()[1]!.loadFactor < 0.05);
+});
+
+test("'round-robin' and 'least-request' keep no load factor", (t) => {
+  for (const policy of ['round-robin', 'least-request'] as const) {
+    const sim = simulate({ serviceMs: [20, 20, 100], rate: 110, picker: { policy } });
+    sim.run(3_000);
+    t.deepEqual(factors(sim), [1, 1, 1], policy);
+  }
+});
+
+test('noise on every answer (a busy client machine) narrows the gap, and the slow one still gets little', (t) => {
+  // An exponentially distributed extra 20 ms on every answer, whatever the server: the ratio of a
+  // 100-ms server to a 20-ms one shrinks from 5 to about 2.5, and so does the penalty.
+  const sim = simulate({ serviceMs: [20, 20, 100], rate: 110, jitterMs: 20 });
+  const from = sim.clock.now() + 2_000;
+  sim.run(10_000);
+  const share = sim.share(2, from, from + 8_000);
+  t.true(share < 0.05, `${share}`);
+  t.true(share > 0.007, 'more than without noise: the limit of a latency ratio');
+});

@@ -1,0 +1,118 @@
+// Short GETs whose apiserver dies mid-response: held back until complete, retried elsewhere when
+// the connection breaks first; larger responses stream; writes are never retried.
+import type { ServerResponse } from 'node:http';
+import test from 'ava';
+import * as undici from 'undici';
+import { ApiserverCluster, RESOURCES } from '../../fixtures/apiserver/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
+import { startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
+import { createBalancer } from '../../src/index.ts';
+import { HOSTS, ORIGIN } from '../helpers/balancer.ts';
+import { load } from '../helpers/load.ts';
+import { until } from '../helpers/poll.ts';
+
+const BODY = JSON.stringify({ kind: 'ConfigMap', data: { text: 'x'.repeat(4000) } });
+
+/** Servers that answer `/half` with the head and half the body and then stall; the rest whole. */
+async function halfServers(): Promise<{ servers: TestServer[]; stalled: ServerResponse[] }> {
+  const stalled: ServerResponse[] = [];
+  const servers = await startServers(HOSTS.slice(0, 2), {
+    h2: false,
+    handler: (req, res) => {
+      const r = res as ServerResponse;
+      r.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(BODY) });
+      if (req.url?.startsWith('/half') && stalled.length === 0) {
+        r.write(BODY.slice(0, 1000));
+        stalled.push(r);
+      } else r.end(BODY);
+    },
+  });
+  return { servers, stalled };
+}
+
+test('a GET whose connection breaks mid-body is retried on another endpoint; the caller sees only the whole response', async (t) => {
+  const { servers, stalled } = await halfServers();
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  const retries: string[] = [];
+  balancer.on('retry', (e) => retries.push(e.reason));
+  try {
+    let headersAt = 0;
+    const pending = undici.request(`${ORIGIN}/half`, { dispatcher: balancer }).then(async (res) => {
+      headersAt = Date.now();
+      return { status: res.statusCode, text: await res.body.text() };
+    });
+    await until(() => stalled.length === 1, { what: 'a response stalled mid-body' });
+    t.is(headersAt, 0, 'nothing reaches the caller while the response is incomplete');
+    stalled[0]!.socket!.destroy();
+    const { status, text } = await pending;
+    t.is(status, 200);
+    t.is(text, BODY);
+    t.deepEqual(retries, ['reset']);
+    t.is(balancer.stats().totals.failed, 0);
+  } finally {
+    await balancer.close();
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('a response larger than maxHeldResponse streams as it arrives (and its break reaches the caller); a POST is never held', async (t) => {
+  const { servers, stalled } = await halfServers();
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, maxHeldResponse: 500 });
+  try {
+    const res = await undici.request(`${ORIGIN}/half`, { dispatcher: balancer });
+    let received = 0;
+    res.body.on('data', (chunk: Buffer) => (received += chunk.length));
+    const ended = new Promise<unknown>((resolve) => res.body.once('end', () => resolve('end')).once('error', resolve));
+    await until(() => received === 1000, { what: 'the first half to stream through', timeoutMs: 3000 });
+    stalled[0]!.socket!.destroy();
+    t.like(await ended, { code: 'UND_ERR_SOCKET' });
+
+    stalled.length = 0;
+    const write = await undici.request(`${ORIGIN}/half`, { dispatcher: balancer, method: 'POST', body: '{}' });
+    t.is(write.statusCode, 200, 'a write gets its headers while its body is still incomplete');
+    write.body.on('error', () => {});
+    await until(() => stalled.length === 1);
+    stalled[0]!.socket!.destroy();
+  } finally {
+    await balancer.close();
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('maxHeldResponse is validated', (t) => {
+  t.throws(() => createBalancer({ origin: ORIGIN, target: 'static:///127.0.0.2:6443', maxHeldResponse: -1 }), { message: /maxHeldResponse/ });
+});
+
+test.serial('an apiserver crashes while response bodies are being written: 0 of the GETs in flight fail', async (t) => {
+  const cluster = await ApiserverCluster.start();
+  for (let i = 0; i < 20; i++) cluster.store.create(RESOURCES.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, namespace: 'default' }, data: { text: 'x'.repeat(2000) } });
+  // Every body goes out in two halves 30 ms apart: at any moment most GETs in flight are mid-body.
+  cluster.setModes({ bodyPauseMs: 30 });
+  const balancer = createBalancer({ origin: `https://kubernetes.default.svc:${cluster.port}`, target: cluster.target, tls: { ca: certs.ca }, probe: false });
+  const victim = cluster.instances[1]!;
+  try {
+    const origin = `https://kubernetes.default.svc:${cluster.port}`;
+    const headers = cluster.authHeaders;
+    let sent = 0;
+    const results = load(600, 24, async (i) => {
+      sent++;
+      const path = i % 2 ? '/api/v1/namespaces/default/configmaps' : `/api/v1/namespaces/default/configmaps/cm-${i % 20}`;
+      const res = await undici.request(`${origin}${path}`, { dispatcher: balancer, headers });
+      const body = (await res.body.json()) as { kind?: string };
+      if (res.statusCode !== 200 || !body.kind) throw new Error(`status ${res.statusCode}`);
+      return res.statusCode;
+    });
+    await until(() => sent >= 150, { what: 'the load to be under way' });
+    const inFlightThere = balancer.endpoints().find((e) => e.key === victim.authority)!.inFlight;
+    await victim.crash();
+    const done = await results;
+    const failed = done.filter((r) => r.error);
+    t.log(`GETs in flight on the crashed apiserver: ${inFlightThere}; retried after a mid-body break: ${balancer.stats().totals.retries.reset}`);
+    t.true(inFlightThere > 0, 'the crash caught GETs in flight');
+    t.true(balancer.stats().totals.retries.reset > 0, 'some responses broke mid-body and were retried');
+    t.deepEqual(failed.map((r) => r.error?.message), [], 'no GET failed');
+  } finally {
+    await balancer.close();
+    await cluster.close();
+  }
+});

@@ -1,0 +1,45 @@
+// The default policy over real HTTPS/h2 servers: one answers 80 ms late, and gets few of the GETs.
+// No timing is asserted, only where requests went. Probes are off: a probe timing out on a busy
+// machine would eject an endpoint and blur the counts.
+import test from 'ava';
+import { cluster, get } from '../helpers/balancer.ts';
+import { load } from '../helpers/load.ts';
+
+const PATH = '/api/v1/namespaces/default/configmaps/bench';
+
+for (const policy of ['weighted-round-robin', 'round-robin'] as const) {
+  test(`${policy}: GETs over three servers, one of them slow`, async (t) => {
+    const { servers, balancer, close } = await cluster({ probe: false, ...(policy === 'round-robin' ? { policy } : {}) });
+    try {
+      servers[2]!.latencyMs = 80;
+      const results = await load(300, 3, () => get(balancer, PATH));
+      t.true(results.every((r) => r.value === 200));
+      const served = servers.map((s) => s.requests.length);
+      const slowShare = served[2]! / 300;
+      if (policy === 'round-robin') {
+        t.true(slowShare > 0.3, `round robin gives the slow one its third: ${served.join('/')}`);
+      } else {
+        t.true(slowShare < 0.15, `the slow one gets few: ${served.join('/')}`);
+        const slow = balancer.endpoints().find((e) => e.port === servers[2]!.port)!;
+        t.true(slow.loadFactor < 1);
+        t.true(slow.latencyMs! >= 80);
+        t.deepEqual(balancer.stats().picker.policy, 'weighted-round-robin');
+      }
+    } finally {
+      await close();
+    }
+  });
+}
+
+test('LISTs and writes do not feed the latency estimate', async (t) => {
+  const { balancer, close } = await cluster({ probe: false });
+  try {
+    await get(balancer, '/api/v1/namespaces/default/pods');
+    await get(balancer, '/api/v1/pods');
+    t.true(balancer.endpoints().every((e) => e.latencyMs === null));
+    await get(balancer, PATH);
+    t.is(balancer.endpoints().filter((e) => e.latencyMs !== null).length, 1);
+  } finally {
+    await close();
+  }
+});

@@ -1,0 +1,16 @@
+import test from 'ava';
+import { runScenario } from '../../fleet/run.ts';
+
+// A small seeded fleet: the direction of the targets of issue 15, never their timing.
+test('rolling restart: kube-balancer settles with no failed request, L4-pinned keeps its skew', async (t) => {
+  t.timeout(180_000, 'a shared machine may run the simulation slowly');
+  const { result } = await runScenario({ scenario: 'rolling-restart', clients: 300, apiservers: 3, seed: 7, minutes: 5, strategies: ['l4-pinned', 'kube-default'], parallel: 1 });
+  const l4 = result.strategies['l4-pinned']!;
+  const kube = result.strategies['kube-default']!;
+  t.not(kube.watchesSettleSeconds, null);
+  t.true(kube.watchesSettleSeconds! <= 120, `watches settled after ${kube.watchesSettleSeconds} s`);
+  t.true(kube.requestsMaxMin <= 1.2, `requests max/min ${kube.requestsMaxMin}`);
+  t.is(kube.failedRequests, 0);
+  t.is(l4.watchesSettleSeconds, null);
+  t.true(!(l4.watchesMaxMin <= 1.5), `L4 watches max/min ${l4.watchesMaxMin}`);
+});

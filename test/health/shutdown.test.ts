@@ -1,0 +1,103 @@
+// kube-apiserver's default graceful shutdown (no --shutdown-send-retry-after) against the balancer:
+// the 503 + Retry-After: 1 "apiserver is shutting down" is a rejection before the request ran, so
+// every verb goes elsewhere; any other 503 of a request that may not be repeated reaches the caller.
+import test from 'ava';
+import * as undici from 'undici';
+import { ApiserverCluster, RESOURCES } from '../../fixtures/apiserver/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
+import { sendJson } from '../../fixtures/server/TestServer.ts';
+import { createBalancer, type Balancer } from '../../src/index.ts';
+import { cluster as testServers, ORIGIN } from '../helpers/balancer.ts';
+import { load } from '../helpers/load.ts';
+
+const CM = '/api/v1/namespaces/default/configmaps';
+
+async function call(balancer: Balancer, origin: string, method: string, path: string, body?: unknown, token?: string) {
+  const res = await undici.request(`${origin}${path}`, {
+    dispatcher: balancer,
+    method: method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+}
+
+test('default shutdown of 1 of 3: POST, PUT, PATCH, DELETE and GET that meet its 503 go elsewhere, each applied once; it drains', async (t) => {
+  const cluster = await ApiserverCluster.start();
+  const origin = cluster.instances[0]!.url;
+  const balancer = createBalancer({ origin, target: cluster.target, tls: { ca: certs.ca }, probe: false });
+  const send = (method: string, path: string, body?: unknown) => call(balancer, origin, method, path, body, cluster.token);
+  const drained: string[] = [];
+  balancer.on('drain', (e, reason) => drained.push(`${e.address}:${reason}`));
+  balancer.on('eject', (e, reason) => drained.push(`${e.address}:${reason}`));
+  try {
+    // Open connections to every instance first: the 503s come on connections that are already open.
+    for (let i = 0; i < 6; i++) t.is((await send('GET', CM)).status, 200);
+    for (let i = 0; i < 12; i++) t.is((await send('POST', CM, { metadata: { name: `cm-${i}` } })).status, 201);
+    const leaving = cluster.instances[1]!;
+    // A minute of open connections bringing requests: the rejection every one of them meets.
+    void leaving.shutdown({ drainMs: 60_000 });
+    await leaving.waitForState('draining');
+    const verbs = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
+    const results = await load(60, 4, async (i) => {
+      const verb = verbs[i % verbs.length]!;
+      const name = `cm-${i % 12}`;
+      const r =
+        verb === 'POST'
+          ? await send('POST', CM, { metadata: { name: `new-${i}` } })
+          : verb === 'PUT'
+            ? await send('PUT', `${CM}/${name}`, { metadata: { name }, data: { put: String(i) } })
+            : verb === 'PATCH'
+              ? await send('PATCH', `${CM}/${name}`, { data: { patched: String(i) } })
+              : verb === 'DELETE'
+                ? await send('DELETE', `${CM}/gone-${i}`)
+                : await send('GET', CM);
+      return `${verb} ${r.status}`;
+    });
+    const failed = results.filter((r) => r.error || !/ (200|201|404)$/.test(r.value!));
+    t.deepEqual(failed.map((r) => r.value ?? String(r.error)), []);
+    t.true(leaving.counters.shutdownRejected >= 1, 'some requests met the 503');
+    t.true(drained.some((d) => d.startsWith(`${leaving.host}:`)), `drained: ${drained.join(', ')}`);
+    // Nothing the 503 rejected ran, and nothing ran twice.
+    const created = cluster.store.list(RESOURCES.configmaps, 'default').items.filter((c) => c.metadata.name!.startsWith('new-'));
+    t.is(created.length, 12, 'every POST created its object once (a second run would have been a 409)');
+  } finally {
+    await balancer.close();
+    await cluster.close();
+  }
+});
+
+const SHUTTING_DOWN = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'apiserver is shutting down', reason: 'ServiceUnavailable', code: 503 };
+
+for (const [what, status, headers, expectRetry] of [
+  ['the shutdown Status with Retry-After', SHUTTING_DOWN, { 'retry-after': '1' }, true],
+  ['the shutdown Status without Retry-After', SHUTTING_DOWN, {}, false],
+  ['a ServiceUnavailable Status from elsewhere (aggregated API)', { ...SHUTTING_DOWN, message: 'the server is currently unable to handle the request' }, { 'retry-after': '1' }, false],
+  ['an InternalError Status that mentions a shutdown', { ...SHUTTING_DOWN, reason: 'InternalError', message: 'apiserver is shutting down' }, { 'retry-after': '1' }, false],
+] as const) {
+  test(`a POST answered 503 with ${what}: ${expectRetry ? 'sent elsewhere' : 'reaches the caller, body intact, not retried'}`, async (t) => {
+    const { servers, balancer, close } = await testServers(
+      { probe: false },
+      { handler: (req, res, server) => (server === first ? sendJson(res, 503, status, headers) : sendJson(res, 201, { ok: true })) },
+    );
+    const first = servers[0]!;
+    try {
+      // Round robin from a random start: send until the first server has answered once.
+      const answers: number[] = [];
+      for (let i = 0; i < 3 && first.requests.filter((r) => r.method === 'POST').length === 0; i++) {
+        const r = await call(balancer, ORIGIN, 'POST', CM, { metadata: { name: `x${i}` } });
+        answers.push(r.status);
+        if (r.status === 503) t.deepEqual(JSON.parse(r.text), status);
+      }
+      t.is(first.requests.filter((r) => r.method === 'POST').length, 1);
+      t.is(answers.includes(503), !expectRetry, `answers ${answers.join(',')}`);
+      const posts = servers.reduce((n, s) => n + s.requests.filter((r) => r.method === 'POST').length, 0);
+      t.is(posts, answers.length + (expectRetry ? 1 : 0));
+    } finally {
+      await close();
+    }
+  });
+}

@@ -1,0 +1,151 @@
+import type { Endpoint } from '../../src/balancer/Endpoint.ts';
+import { EndpointSet, type PickerOptions } from '../../src/balancer/EndpointSet.ts';
+import { FakeClock } from './FakeClock.ts';
+import { address, pickerOptions } from './endpoints.ts';
+
+/** A capacity-bound server: `slots` requests at once, the rest wait in order (an apiserver's APF seats, roughly). */
+export interface SimulatedServer {
+  slots: number;
+  /** Service time of the next request, ms; `Infinity`: it never answers (a black hole). */
+  serviceMs: number;
+  /** Stopped answering: requests are taken and never answered. */
+  busy: number;
+  queue: Array<() => void>;
+}
+
+export interface SimulatedRequest {
+  /** Feeds the latency estimate (a GET of one object). */
+  timed: boolean;
+  /** Multiplies the server's service time (a LIST of thousands costs many GETs). */
+  cost: number;
+}
+
+export interface Simulation {
+  clock: FakeClock;
+  set: EndpointSet;
+  servers: SimulatedServer[];
+  /** Endpoint index (in `set.list()` order, which is the servers' order) of every request, by send time. */
+  picks: Array<{ at: number; server: number }>;
+  /** Completed requests: when sent, latency ms. */
+  done: Array<{ at: number; ms: number; server: number }>;
+  /** Runs for `ms` of fake time. */
+  run(ms: number): void;
+  /** Share of the requests sent in [from, to) that went to `server`. */
+  share(server: number, from: number, to: number): number;
+}
+
+/** A seeded PRNG (mulberry32), so that every run of a test sees the same service-time jitter. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * A client with the real `EndpointSet` (picker and load tracking, fake clock) in front of simulated
+ * capacity-bound servers. Arrivals are open (`rate` per second, evenly paced) or closed
+ * (`concurrency` requests always in flight). Service times jitter ±5 %; 0.2 ms each way on the wire.
+ */
+export function simulate(options: {
+  serviceMs: number[];
+  slots?: number;
+  rate?: number;
+  concurrency?: number;
+  request?: (i: number) => SimulatedRequest;
+  picker?: Partial<PickerOptions>;
+  seed?: number;
+  /** Mean of an exponentially distributed extra delay on every answer (ms): a busy machine's noise. */
+  jitterMs?: number;
+}): Simulation {
+  const clock = new FakeClock();
+  const random = seeded(options.seed ?? 1);
+  const set = new EndpointSet(clock, pickerOptions({ slowStartMs: 0, ...options.picker }));
+  set.update(options.serviceMs.map((_, i) => address(i)));
+  const endpoints = set.list();
+  const index = new Map<Endpoint, number>(endpoints.map((e, i) => [e, i]));
+  const servers: SimulatedServer[] = options.serviceMs.map((serviceMs) => ({ slots: options.slots ?? 4, serviceMs, busy: 0, queue: [] }));
+  const picks: Simulation['picks'] = [];
+  const done: Simulation['done'] = [];
+  const request = options.request ?? (() => ({ timed: true, cost: 1 }));
+  let sent = 0;
+  let end = 0;
+  let started = false;
+
+  const serve = (server: SimulatedServer, cost: number, answer: () => void): void => {
+    const start = (): void => {
+      server.busy++;
+      const ms = server.serviceMs * cost * (0.95 + 0.1 * random());
+      if (!Number.isFinite(ms)) return; // a black hole keeps the slot and never answers
+      clock.setTimeout(() => {
+        server.busy--;
+        answer();
+        server.queue.shift()?.();
+      }, ms);
+    };
+    if (server.busy < server.slots) start();
+    else server.queue.push(start);
+  };
+
+  const send = (then?: () => void): void => {
+    const { timed, cost } = request(sent++);
+    const endpoint = set.pick({ longRunning: false })!;
+    const at = clock.now();
+    const i = index.get(endpoint)!;
+    picks.push({ at, server: i });
+    endpoint.inFlight++;
+    const startedAt = timed ? set.timedStart(endpoint) : NaN;
+    clock.setTimeout(() => {
+      serve(servers[i]!, cost, () => {
+        const noise = options.jitterMs ? -Math.log(1 - random()) * options.jitterMs : 0;
+        clock.setTimeout(() => {
+          endpoint.inFlight--;
+          set.shortEnded(endpoint, startedAt, false);
+          done.push({ at, ms: clock.now() - at, server: i });
+          then?.();
+        }, 0.2 + noise);
+      });
+    }, 0.2);
+  };
+
+  const sim: Simulation = {
+    clock,
+    set,
+    servers,
+    picks,
+    done,
+    run(ms) {
+      end = clock.now() + ms;
+      if (started) {
+        clock.advance(ms);
+        return;
+      }
+      started = true;
+      if (options.rate !== undefined) {
+        const gap = 1000 / options.rate;
+        // Keeps ticking past `end` with nothing to send, so that a later `run` carries on.
+        const tick = (): void => {
+          if (clock.now() < end) send();
+          clock.setTimeout(tick, gap);
+        };
+        tick();
+      } else {
+        const loop = (): void => {
+          if (clock.now() < end) send(loop);
+          else clock.setTimeout(loop, 1);
+        };
+        for (let c = 0; c < (options.concurrency ?? 1); c++) loop();
+      }
+      clock.advance(ms);
+    },
+    share(server, from, to) {
+      const inRange = picks.filter((p) => p.at >= from && p.at < to);
+      return inRange.length === 0 ? 0 : inRange.filter((p) => p.server === server).length / inRange.length;
+    },
+  };
+  return sim;
+}
