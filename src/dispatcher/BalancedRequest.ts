@@ -180,8 +180,9 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.#attempts++;
     const attempt = new Attempt(this, endpoint, retry);
     this.#attempt = attempt;
-    if (this.host.hedging) attempt.sentAt = this.host.hedging.now();
-    attempt.startedAt = this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
+    // One clock read, only for a request whose time is measured (its latency, or a hedge's delay).
+    if (this.timed || this.host.hedging) attempt.sentAt = this.host.clock.now();
+    this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts, attempt.sentAt);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);
     } catch (error) {
