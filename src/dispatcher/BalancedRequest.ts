@@ -139,7 +139,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     if (this.#attempts >= this.host.maxAttempts || (first.started && !this.#replayable)) return;
     const hedging = this.host.hedging!;
     const verdict = hedging.mayHedge(first.endpoint, first.sentAt);
-    // Its endpoint answered meanwhile (this was sent just before it went silent?): wait from then.
+    // Its endpoint answered less than the delay ago: not silent yet, so wait from that answer.
     if (typeof verdict === 'number') return hedging.wait(this, verdict);
     const tried = (this.#tried ??= new Set());
     tried.add(first.endpoint);

@@ -28,18 +28,19 @@ const HEDGE_BURST = 100;
  * Hedged requests for short idempotent requests, as gRPC's hedging policy and Finagle's backup
  * requests do: one that has no response headers after the hedge delay — the `percentile` of
  * recent short-request times to first byte, within [minDelayMs, maxDelayMs] — is sent to a second
- * endpoint too, if its own endpoint has answered nothing since it was sent (a slow endpoint that
- * answers others is the load-aware picker's business, not a hedge's); the first response wins and the other attempt is aborted with no health
- * verdict. Hedges are earned: 2 per 100 answered short requests, at most 100 saved up (Finagle's
- * backup-request budget); each also spends a unit of the retry budget, so an outage cannot
- * multiply the load.
+ * endpoint too, if its own endpoint has answered nothing for the delay either (a slow endpoint
+ * that answers others is the load-aware picker's business, not a hedge's); the first response wins
+ * and the other attempt is aborted with no health verdict. Hedges are earned: 2 per 100 answered
+ * short requests, at most 100 saved up, and a start has all 100 (Finagle's backup-request budget,
+ * gRPC's full token bucket); each also spends a unit of the retry budget, so an outage cannot
+ * multiply the load. Moving the requests still waiting on an ejected endpoint costs no earned hedge.
  *
  * It also tells a black hole early: an endpoint against which three hedges won while it has
  * answered nothing for twice the delay is reported silent, so new requests stop going there long
  * before a probe or an HTTP/2 PING could tell (a wrong guess costs one ejection, no request).
  *
  * One timer serves every request: waiting requests sit in a map (O(1) in and out, no timer per
- * request), swept every quarter of the delay while any waits.
+ * request), swept when the first is due, at most every eighth of the delay.
  */
 export class Hedging {
   readonly #settings: HedgeSettings;
