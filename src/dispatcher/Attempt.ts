@@ -80,7 +80,7 @@ export class Attempt implements Handler {
 
   onRequestStart(controller: Controller, context: unknown): void {
     this.#controller = controller;
-    if (this.#moved) return controller.abort(new Error('kube-balancer: another attempt answered first'));
+    if (this.#moved) return controller.abort(superseded());
     this.#request.attemptStarted(this, controller, context);
   }
 
@@ -92,7 +92,7 @@ export class Attempt implements Handler {
   supersede(): void {
     if (this.#settled) return;
     this.moved();
-    this.abort(new Error('kube-balancer: another attempt answered first'));
+    this.abort(superseded());
   }
 
   /** The watch is being moved: it ends without a verdict on the endpoint's health. */
@@ -236,6 +236,15 @@ export class Attempt implements Handler {
     this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome, this.#request.timed ? this.sentAt : NaN);
     this.#request.attemptSettled(this);
   }
+}
+
+/**
+ * The reason a losing attempt is aborted with. Informational (undici's `UND_ERR_INFO`): undici's
+ * client fails every request still queued on it with an abort's reason when it counts none running
+ * (`onError` in undici's dispatcher/client.js), and no other request is to fail for this one.
+ */
+function superseded(): Error {
+  return Object.assign(new Error('kube-balancer: another attempt answered first'), { code: 'UND_ERR_INFO' });
 }
 
 interface Inspected {
