@@ -14,3 +14,21 @@ test('rolling restart: kube-balancer settles with no failed request, L4-pinned k
   t.is(l4.watchesSettleSeconds, null);
   t.true(!(l4.watchesMaxMin <= 1.5), `L4 watches max/min ${l4.watchesMaxMin}`);
 });
+
+test('scale-out 3 → 5: kube-balancer gives the newcomers their share of requests and watches, and keeps it', async (t) => {
+  t.timeout(180_000, 'a shared machine may run the simulation slowly');
+  // 8 minutes: long enough for the watches that were never moved to end and open again.
+  const { result } = await runScenario({ scenario: 'scale-out', clients: 300, apiservers: 3, seed: 7, minutes: 8, strategies: ['kube-default'], parallel: 1 });
+  const kube = result.strategies['kube-default']!;
+  t.true(kube.requestsMaxMin <= 1.2, `requests max/min ${kube.requestsMaxMin}`);
+  t.true(kube.watchesMaxMin <= 1.2, `watches max/min ${kube.watchesMaxMin}`);
+  t.is(kube.failedRequests, 0);
+});
+
+test('crash: the clients that lose an apiserver do not all ask DNS in the same second', async (t) => {
+  t.timeout(180_000, 'a shared machine may run the simulation slowly');
+  const { result } = await runScenario({ scenario: 'crash', clients: 300, apiservers: 3, seed: 7, minutes: 4, strategies: ['kube-default'], parallel: 1 });
+  const kube = result.strategies['kube-default']!;
+  t.true(kube.dnsQpsPeak <= 3 * kube.dnsQpsMean, `DNS peak ${kube.dnsQpsPeak} q/s, mean ${kube.dnsQpsMean}`);
+  t.is(kube.failedRequests, 0);
+});
