@@ -30,14 +30,20 @@ const MAX_SKIPS = 4;
  * just showed are skipped (`MAX_SKIPS`): with thousands of clients, probes are most of the requests
  * an apiserver gets (`npm run fleet`). Ejected, draining, probing and idle endpoints are always probed.
  */
+/** One endpoint's probing: its timer, the probes skipped in a row, and its one timer callback. */
+interface Slot {
+  readonly endpoint: Endpoint;
+  timer: ClockTimer | undefined;
+  skipped: number;
+  readonly due: () => void;
+}
+
 export class Prober {
   readonly #settings: ProbeSettings;
   readonly #clock: Clock;
   readonly #send: SendProbe;
   readonly #onResult: (endpoint: Endpoint, result: ProbeResult) => void;
-  readonly #timers = new Map<Endpoint, ClockTimer>();
-  /** Probes skipped in a row, per endpoint. */
-  readonly #skipped = new Map<Endpoint, number>();
+  readonly #slots = new Map<Endpoint, Slot>();
   readonly #random: () => number;
   #closed = false;
 
@@ -51,48 +57,47 @@ export class Prober {
 
   /** Starts probing an endpoint; the first probe comes within one interval, spread at random. */
   add(endpoint: Endpoint): void {
-    if (this.#closed || this.#timers.has(endpoint)) return;
-    this.#schedule(endpoint, this.#settings.intervalMs * this.#random());
+    if (this.#closed || this.#slots.has(endpoint)) return;
+    const slot: Slot = { endpoint, timer: undefined, skipped: 0, due: () => this.#due(slot) };
+    this.#slots.set(endpoint, slot);
+    this.#schedule(slot, this.#settings.intervalMs * this.#random());
   }
 
   remove(endpoint: Endpoint): void {
-    const timer = this.#timers.get(endpoint);
-    if (timer !== undefined) this.#clock.clearTimeout(timer);
-    this.#timers.delete(endpoint);
-    this.#skipped.delete(endpoint);
+    const slot = this.#slots.get(endpoint);
+    if (slot?.timer !== undefined) this.#clock.clearTimeout(slot.timer);
+    this.#slots.delete(endpoint);
   }
 
   close(): void {
     this.#closed = true;
-    for (const timer of this.#timers.values()) this.#clock.clearTimeout(timer);
-    this.#timers.clear();
-    this.#skipped.clear();
+    for (const slot of this.#slots.values()) if (slot.timer !== undefined) this.#clock.clearTimeout(slot.timer);
+    this.#slots.clear();
   }
 
-  #schedule(endpoint: Endpoint, ms: number): void {
-    this.#timers.set(
-      endpoint,
-      this.#clock.setTimeout(() => this.#due(endpoint), ms),
-    );
+  #schedule(slot: Slot, ms: number): void {
+    slot.timer = this.#clock.setTimeout(slot.due, ms);
   }
 
-  #due(endpoint: Endpoint): void {
-    const skipped = this.#skipped.get(endpoint) ?? 0;
+  #due(slot: Slot): void {
+    slot.timer = undefined;
+    const endpoint = slot.endpoint;
     const fresh = endpoint.state === 'ready' && this.#clock.now() - endpoint.lastSuccessAt < this.#settings.intervalMs;
-    if (fresh && skipped < MAX_SKIPS) {
-      this.#skipped.set(endpoint, skipped + 1);
-      this.#next(endpoint);
+    if (fresh && slot.skipped < MAX_SKIPS) {
+      slot.skipped++;
+      this.#next(slot);
       return;
     }
-    this.#skipped.delete(endpoint);
-    void this.#probe(endpoint);
+    slot.skipped = 0;
+    void this.#probe(slot);
   }
 
-  #next(endpoint: Endpoint): void {
-    this.#schedule(endpoint, this.#settings.intervalMs * (0.8 + 0.4 * this.#random()));
+  #next(slot: Slot): void {
+    this.#schedule(slot, this.#settings.intervalMs * (0.8 + 0.4 * this.#random()));
   }
 
-  async #probe(endpoint: Endpoint): Promise<void> {
+  async #probe(slot: Slot): Promise<void> {
+    const endpoint = slot.endpoint;
     let result: ProbeResult | undefined;
     try {
       result = await this.#send(endpoint, this.#settings);
@@ -100,8 +105,8 @@ export class Prober {
       result = 'fail';
     }
     // The endpoint may have been removed, or the balancer closed, while the probe ran.
-    if (this.#closed || !this.#timers.has(endpoint)) return;
+    if (this.#closed || this.#slots.get(endpoint) !== slot) return;
     if (result !== undefined) this.#onResult(endpoint, result);
-    this.#next(endpoint);
+    this.#next(slot);
   }
 }
