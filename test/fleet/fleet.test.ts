@@ -32,3 +32,20 @@ test.serial('crash: the clients that lose an apiserver do not all ask DNS in the
   const kube = result.strategies['kube-default']!;
   t.true(kube.dnsQpsPeak <= 3 * kube.dnsQpsMean, `DNS peak ${kube.dnsQpsPeak} q/s, mean ${kube.dnsQpsMean}`);
 });
+
+test.serial('discovery: an EndpointSlice watch per client on the apiservers, or SRV queries on the DNS server', async (t) => {
+  t.timeout(180_000, 'a shared machine may run the simulation slowly');
+  const clients = 100;
+  const { result } = await runScenario({ scenario: 'discovery', clients, apiservers: 3, seed: 7, minutes: 2, parallel: 1 });
+  const srv = result.strategies['kube-default']!;
+  const slice = result.strategies['kube-endpointslice']!;
+  t.is(srv.discoveryLoad.requestsPerSecondPeak, 0);
+  t.true(srv.dnsQpsMean > 0);
+  t.is(slice.dnsQpsPeak, 0);
+  // Every client holds one watch of the slice (one may be between two watches), and listed it at least once.
+  const watches = slice.discoveryLoad.watches.reduce((a, b) => a + b, 0);
+  t.true(watches > 0.9 * clients && watches <= clients, `discovery watches ${watches}`);
+  t.true(slice.discoveryLoad.requestsPerSecondPeak > 0);
+  t.true(slice.discoveryLoad.eventsPerSecond > 0);
+  t.is(slice.failedRequests, 0);
+});
