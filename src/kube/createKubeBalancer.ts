@@ -6,7 +6,8 @@ import type { BalancerOptions, BootstrapOptions } from '../options/BalancerOptio
 import type { Target } from '../resolver/parseTarget.ts';
 import { defaultTarget } from './defaultTarget.ts';
 import { clientNodeUndici } from './peers.ts';
-import { readKubeConfig, unbalanceableReason, type ApplyToHttpsOptions, type KubeConfigLike, type KubeMaterial } from './readKubeConfig.ts';
+import { readKubeConfig, unbalanceableReason, type KubeConfigLike, type KubeMaterial } from './readKubeConfig.ts';
+import { currentScope, pinnedView, type ApplyMethod, type ClusterScope } from './scope.ts';
 
 /** Balancer options for a kubeconfig: everything but what the kubeconfig decides. */
 export interface KubeBalancerOptions extends Omit<BalancerOptions, 'target' | 'origin' | 'tls' | 'bootstrap'> {
@@ -25,14 +26,25 @@ const CREDENTIALS_TTL_MS = 1_000;
 /**
  * A balancer for the kubeconfig's current context: its server is the balanced origin, the bootstrap
  * of `kubernetes:` targets and the last resort; its TLS material and credentials are client-node's
- * own reading (`apply`, default `kc.applyToHTTPSOptions`), re-read for probes and EndpointSlice
- * requests so rotations reach them, and new TLS material replaces the pools' (the client's own
- * requests bring theirs through the hooks).
+ * own reading (`apply`, default `kc.applyToHTTPSOptions` as it is now), re-read for probes and
+ * EndpointSlice requests so rotations reach them, and new TLS material replaces the pools' (the
+ * client's own requests bring theirs through the hooks). Those readings stay on this context
+ * (`pinnedView`) when the application switches to another one; `scope` is the cluster served.
  */
-export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalancerOptions, apply?: ApplyToHttpsOptions): Promise<{ balancer: Balancer; material: KubeMaterial }> {
+export async function createKubeBalancer(
+  kc: KubeConfigLike,
+  options: KubeBalancerOptions,
+  // The method as it is now, before any hook: it is called on the pinned view.
+  // eslint-disable-next-line @typescript-eslint/unbound-method
+  apply: ApplyMethod = kc.applyToHTTPSOptions,
+): Promise<{ balancer: Balancer; material: KubeMaterial; scope: ClusterScope }> {
   const unbalanceable = unbalanceableReason(kc);
   if (unbalanceable) throw new BalancerError('ERR_KUBECONFIG', unbalanceable);
-  const material = await readKubeConfig(kc, apply);
+  const scope = currentScope(kc);
+  if (!scope) throw new BalancerError('ERR_KUBECONFIG', 'the kubeconfig has no current cluster (check current-context)');
+  const pinned = pinnedView(kc, scope, apply);
+  const read = (): Promise<KubeMaterial> => readKubeConfig(pinned.view, pinned.apply);
+  const material = await read();
   // Filled in below; the resolver may ask for credentials while the balancer is being built.
   const built: { balancer?: Balancer } = {};
   // The reading just made serves first, so the first probes and EndpointSlice requests do not run an exec plugin again.
@@ -40,7 +52,7 @@ export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalanc
     CREDENTIALS_TTL_MS,
     options.clock ?? systemClock,
     async () => {
-      const fresh = await readKubeConfig(kc, apply);
+      const fresh = await read();
       if (built.balancer) balancerInternals(built.balancer).replaceTls(fresh.tls);
       return fresh.headers;
     },
@@ -58,7 +70,7 @@ export async function createKubeBalancer(kc: KubeConfigLike, options: KubeBalanc
     probe: probe === false ? false : { ...probe, headers: probe?.headers ?? credentials },
   });
   built.balancer = balancer;
-  return { balancer, material };
+  return { balancer, material, scope };
 }
 
 /**

@@ -1,12 +1,15 @@
 import { BalancerError } from '../errors.ts';
 import type { Pem, TlsOptions } from '../net/tls.ts';
+import type { ClusterEntry, UserEntry } from './scope.ts';
 
 /**
  * The parts of a `@kubernetes/client-node` `KubeConfig` this package uses (2.x, and the 1.x that
  * kubernetes-fluent-client brings), so that neither package is needed to compile against it.
  */
 export interface KubeConfigLike {
-  getCurrentCluster(): { name: string; server: string; proxyUrl?: string | undefined; skipTLSVerify?: boolean } | null;
+  getCurrentCluster(): ClusterEntry | null;
+  getCurrentUser(): UserEntry | null;
+  getCurrentContext(): string;
   applyToHTTPSOptions(opts: object): Promise<void>;
   applySecurityAuthentication(context: never): Promise<void>;
 }
