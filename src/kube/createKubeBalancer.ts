@@ -2,7 +2,7 @@ import { createBalancer, type Balancer } from '../dispatcher/Balancer.ts';
 import { balancerInternals } from '../dispatcher/internals.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { BalancerError } from '../errors.ts';
-import type { BalancerOptions, BootstrapOptions } from '../options/BalancerOptions.ts';
+import type { BalancerOptions, BootstrapOptions, TlsOptions } from '../options/BalancerOptions.ts';
 import type { Target } from '../resolver/parseTarget.ts';
 import { defaultTarget } from './defaultTarget.ts';
 import { clientNodeUndici } from './peers.ts';
@@ -18,6 +18,11 @@ export interface KubeBalancerOptions extends Omit<BalancerOptions, 'target' | 'o
   target?: Target;
   /** `{ lastResort: false }` keeps the kubeconfig's server out of the endpoint set. */
   bootstrap?: Pick<BootstrapOptions, 'lastResort'>;
+  /**
+   * The TLS material is the kubeconfig's; only the opt-in for a kubeconfig with
+   * `insecure-skip-tls-verify: true` and a discovering target is yours (see `tls.allowUnverifiedDiscovered`).
+   */
+  tls?: Pick<TlsOptions, 'allowUnverifiedDiscovered'>;
 }
 
 /** How long one reading of the kubeconfig's credentials serves probes and the resolver. */
@@ -38,6 +43,8 @@ export async function createKubeBalancer(
   // eslint-disable-next-line @typescript-eslint/unbound-method
   apply: ApplyMethod = kc.applyToHTTPSOptions,
 ): Promise<{ balancer: Balancer; material: KubeMaterial; scope: ClusterScope }> {
+  const ownTls = Object.keys(options.tls ?? {}).find((key) => key !== 'allowUnverifiedDiscovered');
+  if (ownTls !== undefined) throw new BalancerError('ERR_INVALID_OPTION', `options.tls.${ownTls} comes from the kubeconfig; only tls.allowUnverifiedDiscovered is an option here`);
   const unbalanceable = unbalanceableReason(kc);
   if (unbalanceable) throw new BalancerError('ERR_KUBECONFIG', unbalanceable);
   const scope = currentScope(kc);
@@ -58,13 +65,13 @@ export async function createKubeBalancer(
     },
     material.headers,
   );
-  const { target, bootstrap, probe, undici, ...rest } = options;
+  const { target, bootstrap, probe, undici, tls, ...rest } = options;
   const balancer = createBalancer({
     ...rest,
     undici: undici ?? clientNodeUndici(),
     target: target ?? defaultTarget(material.server),
     origin: material.server.origin,
-    tls: material.tls,
+    tls: tls?.allowUnverifiedDiscovered === undefined ? material.tls : { ...material.tls, allowUnverifiedDiscovered: tls.allowUnverifiedDiscovered },
     bootstrap: { server: material.server, headers: credentials, lastResort: bootstrap?.lastResort ?? true },
     // /readyz may be closed to anonymous requests: probes carry the kubeconfig's credentials.
     probe: probe === false ? false : { ...probe, headers: probe?.headers ?? credentials },

@@ -245,6 +245,7 @@ export const defaultOptions = {
   rebalanceWatches: { maxPerSecond: 1, graceMs: 60_000 },
   maxEndpoints: 100,
   hedge: false,
+  tls: { allowUnverifiedDiscovered: false },
 } as const;
 
 /** What `hedge: {}` means. */
