@@ -1,6 +1,23 @@
 import { BalancerError } from '../errors.ts';
 import type { Pem, TlsOptions } from '../net/tls.ts';
-import type { ClusterEntry, UserEntry } from './scope.ts';
+
+/** The cluster and user entries as client-node keeps them (1.x and 2.x alike). */
+export interface ClusterEntry {
+  name: string;
+  server: string;
+  proxyUrl?: string | undefined;
+  skipTLSVerify?: boolean;
+  caFile?: string | undefined;
+  caData?: string | undefined;
+  tlsServerName?: string | undefined;
+}
+export interface UserEntry {
+  name: string;
+  certFile?: string | undefined;
+  certData?: string | undefined;
+  keyFile?: string | undefined;
+  keyData?: string | undefined;
+}
 
 /**
  * The parts of a `@kubernetes/client-node` `KubeConfig` this package uses (2.x, and the 1.x that

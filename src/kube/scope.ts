@@ -26,24 +26,6 @@ export interface ClusterScope {
   readonly keyData: string;
 }
 
-/** The cluster and user entries as client-node keeps them (1.x and 2.x alike). */
-export interface ClusterEntry {
-  name: string;
-  server: string;
-  proxyUrl?: string | undefined;
-  skipTLSVerify?: boolean;
-  caFile?: string | undefined;
-  caData?: string | undefined;
-  tlsServerName?: string | undefined;
-}
-export interface UserEntry {
-  name: string;
-  certFile?: string | undefined;
-  certData?: string | undefined;
-  keyFile?: string | undefined;
-  keyData?: string | undefined;
-}
-
 /** The scope of the current context of `kc`, or `undefined` without a current cluster. */
 export function currentScope(kc: KubeConfigLike): ClusterScope | undefined {
   const cluster = kc.getCurrentCluster();
