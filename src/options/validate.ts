@@ -10,7 +10,7 @@ import { isLogger, type Logger } from '../observability/logger.ts';
 import type { ResolvedBootstrap, ResolverContext, Target } from '../resolver/parseTarget.ts';
 import { discoveringTarget } from '../resolver/discoveringTarget.ts';
 import { knownKeys, rejectUnknownKeys } from './knownKeys.ts';
-import { defaultOptions, hedgeDefaults, type BalancerOptions, type BootstrapOptions, type DnsOptions, type ProbeOptions, type UndiciModule } from './BalancerOptions.ts';
+import { defaultOptions, type BalancerOptions, type BootstrapOptions, type DnsOptions, type ProbeOptions, type UndiciModule } from './BalancerOptions.ts';
 
 /**
  * Options after validation, with defaults applied: plain data. The balancer builds what they
@@ -134,10 +134,11 @@ function validateRebalance(rebalance: BalancerOptions['rebalanceWatches']): Reso
 }
 
 function validateHedge(hedge: BalancerOptions['hedge']): ResolvedOptions['hedge'] {
-  if (hedge === false || hedge === undefined) return false;
+  if (hedge === false) return false;
+  if (hedge === undefined) return { ...defaultOptions.hedge };
   if (typeof hedge !== 'object' || hedge === null) throw invalidOption('hedge', hedge, 'must be { minDelayMs, maxDelayMs, percentile } or false');
   rejectUnknownKeys('hedge', hedge, knownKeys['hedge']!);
-  const d = hedgeDefaults;
+  const d = defaultOptions.hedge;
   const minDelayMs = positiveMs('hedge.minDelayMs', hedge.minDelayMs ?? d.minDelayMs);
   const maxDelayMs = positiveMs('hedge.maxDelayMs', hedge.maxDelayMs ?? Math.max(d.maxDelayMs, minDelayMs));
   if (maxDelayMs < minDelayMs) throw invalidOption('hedge.maxDelayMs', maxDelayMs, 'must be at least hedge.minDelayMs');

@@ -319,6 +319,14 @@ test('a listener that throws does not stop the refresher', async (t) => {
   await server.close();
 });
 
+/** `count` SRV targets t0…t{count-1}.api.test (SRV TTL 5 s), each with one A record of `addressTtl`. */
+function addTargets(s: DnsTestServer, count: number, addressTtl: number): void {
+  for (let i = 0; i < count; i++) {
+    srv(s, `t${i}.api.test`, 6443, 0, 1, 5);
+    s.add({ name: `t${i}.api.test`, type: 'A', ttl: addressTtl, data: `127.1.${i >> 8}.${i & 255}` });
+  }
+}
+
 // Serial: 600 targets cost a few thousand real queries; alone they do not crowd out the other tests.
 test.serial('a DNS outage never shrinks a large SRV set: 600 targets, SERVFAIL from mid-round on, for longer than the 5 s TTLs', async (t) => {
   t.timeout(120_000);
@@ -329,11 +337,7 @@ test.serial('a DNS outage never shrinks a large SRV set: 600 targets, SERVFAIL f
       // No glue: each target costs an A and an AAAA answer, 1,201 answers in all (issue 12, item 9).
       s.glue = false;
       s.soa = { ttl: 5, minimum: 5 }; // the AAAA NODATA answers live as long as the rest
-      for (let i = 0; i < targets; i++) {
-        const target = `t${i}.api.test`;
-        srv(s, target, 6443, 0, 1, 5);
-        s.add({ name: target, type: 'A', ttl: 5, data: `127.1.${i >> 8}.${i & 255}` });
-      }
+      addTargets(s, targets, 5);
     },
     async (h) => {
       t.is(h.sets.at(-1)?.length, targets);
@@ -365,10 +369,7 @@ test.serial('600 SRV targets fit the answer cache: a short SRV TTL does not make
     (s) => {
       s.glue = false;
       s.soa = { ttl: 60, minimum: 60 };
-      for (let i = 0; i < targets; i++) {
-        srv(s, `t${i}.api.test`, 6443, 0, 1, 5);
-        s.add({ name: `t${i}.api.test`, type: 'A', ttl: 60, data: `127.1.${i >> 8}.${i & 255}` });
-      }
+      addTargets(s, targets, 60);
     },
     async (h) => {
       const first = h.server.log.length;
