@@ -244,4 +244,5 @@ export const defaultOptions = {
   rebalanceWatches: { maxPerSecond: 1, graceMs: 60_000 },
   maxEndpoints: 100,
   hedge: { minDelayMs: 50, maxDelayMs: 250, percentile: 99 },
+  tls: { allowUnverifiedDiscovered: false },
 } as const;
