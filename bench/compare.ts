@@ -57,6 +57,8 @@ interface Client {
   send: (signal: AbortSignal) => Promise<number>;
   close: () => Promise<void>;
   proxyPid?: number | undefined;
+  /** Hedged requests sent so far (kube-balancer). */
+  hedges?: () => number;
 }
 
 type Make = (servers: ServerProcess[]) => Client | Promise<Client>;
@@ -69,11 +71,11 @@ const viaDispatcher = (dispatcher: Dispatcher, origin?: string) => async (signal
 
 const addresses = (servers: ServerProcess[]): string[] => servers.map((s, i) => `${HOSTS[i]}:${s.port}`);
 
-function kubeBalancer(policy?: Policy): Make {
+function kubeBalancer(policy?: Policy, hedge?: false): Make {
   return (servers) => {
     const origin = `https://${APISERVER_NAME}:6443`;
-    const balancer = createBalancer({ origin, target: `static:///${addresses(servers).join(',')}`, tls: { ca: certs.ca }, ...(policy ? { policy } : {}) });
-    return { send: viaDispatcher(balancer, origin), close: () => balancer.close() };
+    const balancer = createBalancer({ origin, target: `static:///${addresses(servers).join(',')}`, tls: { ca: certs.ca }, ...(policy ? { policy } : {}), ...(hedge === false ? { hedge } : {}) });
+    return { send: viaDispatcher(balancer, origin), close: () => balancer.close(), hedges: () => balancer.stats().totals.retries.hedge };
   };
 }
 
@@ -95,6 +97,7 @@ function haproxy(mode: 'tcp' | 'http', balance: 'roundrobin' | 'leastconn'): Mak
 export const CLIENTS: Record<string, Make> = {
   'kube-balancer': kubeBalancer(),
   'kube-balancer least-request': kubeBalancer('least-request'),
+  'kube-balancer hedge: false': kubeBalancer(undefined, false),
   'undici Pool (one server)': (servers) => {
     const pool = new Pool(`https://${addresses(servers)[0]}`, { connect: tls });
     return { send: viaDispatcher(pool), close: () => pool.destroy() };
@@ -153,6 +156,9 @@ export interface Row {
   proxyCpuUs: number | null;
   /** Share of the requests each server counted. */
   share: number[];
+  /** kube-balancer: hedges sent while measuring, and those before the event (the steady state). */
+  hedges?: number;
+  hedgesBefore?: number;
 }
 
 async function measure(scenario: Scenario, name: string, make: Make): Promise<Row> {
@@ -175,6 +181,9 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
       }),
     );
   let served: number[] = [];
+  let hedgesAtStart = 0;
+  let hedgesAtEvent = NaN;
+  let hedgesAtEnd = 0;
   let cpu: NodeJS.CpuUsage | undefined;
   let proxyCpu = NaN;
   try {
@@ -199,9 +208,11 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
     cpu = process.cpuUsage();
     proxyCpu = processCpuUs(client.proxyPid);
     let fired = false;
+    hedgesAtStart = client.hedges?.() ?? 0;
     const fire = (): void => {
       if (!fired && scenario.event && performance.now() >= start + MS / 3) {
         fired = true;
+        hedgesAtEvent = client.hedges?.() ?? 0;
         scenario.event(servers[0]!);
       }
     };
@@ -229,6 +240,7 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
       await Promise.all(inFlight);
     }
     cpu = process.cpuUsage(cpu);
+    hedgesAtEnd = client.hedges?.() ?? 0;
     proxyCpu = processCpuUs(client.proxyPid) - proxyCpu;
   } finally {
     served = await counts();
@@ -252,6 +264,7 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
     cpuUs: cpu ? round((cpu.user + cpu.system) / Math.max(1, samples.length)) : NaN,
     proxyCpuUs: Number.isNaN(proxyCpu) ? null : round(proxyCpu / Math.max(1, samples.length)),
     share: served.map((n) => Math.round((1000 * n) / sum) / 1000),
+    ...(client.hedges ? { hedges: hedgesAtEnd - hedgesAtStart, hedgesBefore: (Number.isNaN(hedgesAtEvent) ? hedgesAtEnd : hedgesAtEvent) - hedgesAtStart } : {}),
   };
 }
 
@@ -266,10 +279,11 @@ export async function run(): Promise<unknown> {
       if (onlyClients && !onlyClients.some((word) => name.includes(word))) continue;
       const row = await measure(scenario, name, make);
       rows.push(row);
-      console.log(`${scenario.name.padEnd(10)} ${name.padEnd(28)} ×ideal ${row.throughput.toFixed(3)}  p50 ${row.p50}  p99 ${row.p99}  max ${row.max} ms  failed ${row.failed}  cpu ${row.cpuUs} µs/req  share ${row.share.join('/')}`);
+      const hedged = row.hedges === undefined ? '' : `  hedges ${row.hedges} (${row.hedgesBefore} before the event)`;
+      console.log(`${scenario.name.padEnd(10)} ${name.padEnd(28)} ×ideal ${row.throughput.toFixed(3)}  p50 ${row.p50}  p99 ${row.p99}  max ${row.max} ms  failed ${row.failed}  cpu ${row.cpuUs} µs/req  share ${row.share.join('/')}${hedged}`);
     }
   }
-  console.log(table(rows.map((r) => ({ ...r, share: r.share.join('/'), proxyCpuUs: r.proxyCpuUs ?? '-' }))));
+  console.log(table(rows.map((r) => ({ ...r, share: r.share.join('/'), proxyCpuUs: r.proxyCpuUs ?? '-', hedges: r.hedges ?? '-', hedgesBefore: r.hedgesBefore ?? '-' }))));
   const cpus = os.cpus();
   const result = {
     startedAt,

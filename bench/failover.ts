@@ -29,6 +29,8 @@ interface Client {
   origin: string;
   ejections: () => Record<string, number>;
   close: () => Promise<void>;
+  /** Hedged requests sent so far (kube-balancer). */
+  hedges?: () => number;
 }
 
 async function startCluster(): Promise<TestServer[]> {
@@ -45,7 +47,13 @@ async function startCluster(): Promise<TestServer[]> {
   }
 }
 
-async function runScenario(client: Client, servers: TestServer[]): Promise<Sample[]> {
+/** Hedges sent before the crash (a healthy steady state, requests counted from the start) and in all. */
+interface Hedges {
+  steady: number;
+  total: number;
+}
+
+async function runScenario(client: Client, servers: TestServer[], hedges: Hedges): Promise<Sample[]> {
   const samples: Sample[] = [];
   const inFlight = new Set<Promise<void>>();
   const start = performance.now();
@@ -58,6 +66,7 @@ async function runScenario(client: Client, servers: TestServer[]): Promise<Sampl
       const elapsed = performance.now() - start;
       if (!crashed && elapsed >= CRASH_AT) {
         crashed = true;
+        hedges.steady = client.hedges?.() ?? NaN;
         void servers[1]!.crash();
       }
       if (!holed && elapsed >= BLACKHOLE_AT) {
@@ -82,6 +91,7 @@ async function runScenario(client: Client, servers: TestServer[]): Promise<Sampl
     }, 5);
   });
   await Promise.all(inFlight);
+  hedges.total = client.hedges?.() ?? NaN;
   return samples;
 }
 
@@ -102,13 +112,16 @@ function p99(values: number[]): number {
   return Math.round(percentile([...values].sort((a, b) => a - b), 0.99));
 }
 
-function summarize(name: string, samples: Sample[], ejections: Record<string, number>): Record<string, string | number> {
+function summarize(name: string, samples: Sample[], ejections: Record<string, number>, hedges: Hedges): Record<string, string | number> {
   const inWindow = (s: Sample): boolean => (s.at >= CRASH_AT && s.at < CRASH_AT + WINDOW) || (s.at >= BLACKHOLE_AT && s.at < BLACKHOLE_AT + WINDOW);
   const failed = (m: string): number => samples.filter((s) => s.method === m && s.error).length;
   // A POST that failed before reaching an apiserver (refused, TLS, or every endpoint refused) could
   // have gone elsewhere; one lost after it was written could not, safely.
   const unsent = samples.filter((s) => s.method === 'POST' && s.error && /ECONNREFUSED|CONNECT_TIMEOUT|ERR_ALL_ENDPOINTS_FAILED|ERR_NO_ENDPOINTS/.test(s.error)).length;
   const errors = [...new Set(samples.filter((s) => s.error).map((s) => s.error))].join(' ');
+  // GETs sent from the black hole until every one caught there had to be done (the request deadline).
+  const acrossHole = samples.filter((s) => s.method === 'GET' && s.at >= BLACKHOLE_AT - 100 && s.at < BLACKHOLE_AT + WINDOW).map((s) => s.ms);
+  const beforeCrash = samples.filter((s) => s.at < CRASH_AT).length;
   return {
     client: name,
     requests: samples.length,
@@ -119,6 +132,10 @@ function summarize(name: string, samples: Sample[], ejections: Record<string, nu
     'black-hole eject ms': ejections.blackhole ?? 'never',
     'p99 ms outside': p99(samples.filter((s) => !inWindow(s)).map((s) => s.ms)),
     'p99 ms in windows': p99(samples.filter(inWindow).map((s) => s.ms)),
+    'GET p99 ms black hole': p99(acrossHole),
+    'GET max ms black hole': Math.round(Math.max(0, ...acrossHole)),
+    'hedges before crash': Number.isNaN(hedges.steady) ? '-' : `${hedges.steady} / ${beforeCrash}`,
+    hedges: Number.isNaN(hedges.total) ? '-' : hedges.total,
     errors: errors || '-',
   };
 }
@@ -128,7 +145,8 @@ function clients(servers: TestServer[]): Array<() => Client> {
   const tls = { ca: certs.ca, servername: APISERVER_NAME };
   return [
     () => {
-      const balancer = createBalancer({ origin: `https://${APISERVER_NAME}:6443`, target: `static:///${servers.map((s) => s.authority).join(',')}`, tls: { ca: certs.ca } });
+      const hedge = process.env.BENCH_HEDGE === 'false' ? { hedge: false as const } : {};
+      const balancer = createBalancer({ origin: `https://${APISERVER_NAME}:6443`, target: `static:///${servers.map((s) => s.authority).join(',')}`, tls: { ca: certs.ca }, ...hedge });
       const started = performance.now();
       const ejections: Record<string, number> = {};
       if (process.env.BENCH_DEBUG) {
@@ -145,7 +163,14 @@ function clients(servers: TestServer[]): Array<() => Client> {
         if (e.address === HOSTS[1] && ejections.crash === undefined) ejections.crash = Math.round(since - CRASH_AT);
         if (e.address === HOSTS[2] && ejections.blackhole === undefined && since >= BLACKHOLE_AT) ejections.blackhole = Math.round(since - BLACKHOLE_AT);
       });
-      return { name: 'kube-balancer', dispatcher: balancer, origin: `https://${APISERVER_NAME}:6443`, ejections: () => ejections, close: () => balancer.close() };
+      return {
+        name: 'kube-balancer',
+        dispatcher: balancer,
+        origin: `https://${APISERVER_NAME}:6443`,
+        ejections: () => ejections,
+        close: () => balancer.close(),
+        hedges: () => balancer.stats().totals.retries.hedge,
+      };
     },
     () => {
       const pool = new BalancedPool(servers.map((s) => s.url), { connect: tls });
@@ -166,14 +191,21 @@ export async function run(): Promise<unknown> {
   const rows: Array<Record<string, string | number>> = [];
   const servers = await startCluster();
   try {
+    // BENCH_CLIENTS=kube limits the run to the clients whose names contain one of the words; BENCH_HEDGE=false turns hedging off.
+    const only = process.env.BENCH_CLIENTS?.split(',');
     for (const make of clients(servers)) {
       for (const s of servers) {
         await s.crash();
         await s.restart();
       }
       const client = make();
-      const samples = await runScenario(client, servers);
-      rows.push(summarize(client.name, samples, client.ejections()));
+      if (only && !only.some((word) => client.name.includes(word))) {
+        await client.close();
+        continue;
+      }
+      const hedges: Hedges = { steady: NaN, total: NaN };
+      const samples = await runScenario(client, servers, hedges);
+      rows.push(summarize(client.name, samples, client.ejections(), hedges));
       if (process.env.BENCH_DEBUG) {
         const buckets = new Map<number, number>();
         for (const s of samples) if (s.error) buckets.set(Math.floor(s.at / 250) * 250, (buckets.get(Math.floor(s.at / 250) * 250) ?? 0) + 1);

@@ -37,6 +37,14 @@ export interface StrategyResult {
   probesPerSecond: number;
   dnsQpsPeak: number;
   dnsQpsMean: number;
+  /**
+   * Discovery's own load on the apiservers — a `kubernetes:` target's LISTs and WATCHes of the
+   * `default/kubernetes` EndpointSlice (0 for DNS and L4): requests per second over all
+   * apiservers (mean from 30 s on, and the busiest second), the busiest second of any one
+   * apiserver, open discovery watches per apiserver (mean of the last minute), and watch events
+   * (slice changes, bookmarks) sent per second.
+   */
+  discoveryLoad: { requestsPerSecondMean: number; requestsPerSecondPeak: number; apiserverPeak: number; watches: number[]; eventsPerSecond: number };
   /** The peak DNS rate after the disruption ended, over the steady mean (the herd test: ≤ 3). */
   dnsPeakOverMeanAfter: number | null;
   latencyP50Ms: number;
@@ -90,6 +98,7 @@ export function summarize(run: StrategyRun): StrategyResult {
     probesPerSecond: round(meter.probes / meter.seconds),
     dnsQpsPeak: dns.peak,
     dnsQpsMean: round(dns.mean),
+    discoveryLoad: discoveryLoad(meter),
     dnsPeakOverMeanAfter: herd === null ? null : round(herd),
     latencyP50Ms: round(meter.latencyQuantile(0.5)),
     latencyP99Ms: round(meter.latencyQuantile(0.99)),
@@ -136,11 +145,52 @@ export function table(result: ScenarioResult): string {
     ['probes/s', (r) => fmt(r.probesPerSecond)],
     ['CPU s', (r) => fmt(r.cpuSeconds)],
   ];
-  const rows = [columns.map(([name]) => name), ...Object.values(result.strategies).map((r) => columns.map(([, get]) => get(r)))];
+  const strategies = Object.values(result.strategies);
+  if (strategies.some((r) => r.discoveryLoad.requestsPerSecondPeak > 0)) {
+    columns.splice(
+      columns.length - 1,
+      0,
+      ['discovery req/s peak', (r) => String(r.discoveryLoad.requestsPerSecondPeak)],
+      ['discovery req/s mean', (r) => fmt(r.discoveryLoad.requestsPerSecondMean)],
+      ['discovery watches per apiserver', (r) => r.discoveryLoad.watches.join('/')],
+      ['discovery events/s', (r) => fmt(r.discoveryLoad.eventsPerSecond)],
+    );
+  }
+  const rows = [columns.map(([name]) => name), ...strategies.map((r) => columns.map(([, get]) => get(r)))];
   const widths = columns.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   const lines = rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '));
   lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
   return `${result.title}\n${result.clients} clients × ${result.apiservers} apiservers, seed ${result.seed}, ${result.minutes} simulated minutes\n\n${lines.join('\n')}\n`;
+}
+
+function discoveryLoad(meter: StrategyRun['meter']): StrategyResult['discoveryLoad'] {
+  const { seconds, servers, discoveryRequests, discoveryWatches } = meter;
+  let total = 0;
+  let peak = 0;
+  let apiserverPeak = 0;
+  for (let s = 0; s < seconds; s++) {
+    let second = 0;
+    for (let i = 0; i < servers; i++) {
+      const n = discoveryRequests[s * servers + i]!;
+      second += n;
+      apiserverPeak = Math.max(apiserverPeak, n);
+    }
+    if (s >= BOOT_SECONDS) total += second;
+    peak = Math.max(peak, second);
+  }
+  const tail = Math.min(60, seconds);
+  const watches = Array.from({ length: servers }, (_, i) => {
+    let sum = 0;
+    for (let s = seconds - tail; s < seconds; s++) sum += discoveryWatches[s * servers + i]!;
+    return round(sum / tail);
+  });
+  return {
+    requestsPerSecondMean: round(total / Math.max(1, seconds - BOOT_SECONDS)),
+    requestsPerSecondPeak: peak,
+    apiserverPeak,
+    watches,
+    eventsPerSecond: round(meter.discoveryEvents / seconds),
+  };
 }
 
 function discovery(ms: number[]): StrategyResult['discoverySeconds'] {

@@ -88,6 +88,17 @@ export const scenarios: Record<string, Scenario> = {
       });
     },
   },
+  discovery: {
+    id: 'discovery',
+    title: 'Discovery at scale: every client watching the kubernetes EndpointSlice, or asking kubernetes-headless SRV (TTL 5 s), through a rolling restart',
+    strategies: ['kube-default', 'kube-endpointslice'],
+    script(world) {
+      world.clock.at(WARMUP_MS, () => {
+        world.mark('rolling restart');
+        world.cluster.rollingRestart(30_000, () => world.settled());
+      });
+    },
+  },
   'dns-outage': {
     id: 'dns-outage',
     title: 'DNS outage: the cluster DNS answers nothing for 60 s',

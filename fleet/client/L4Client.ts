@@ -121,6 +121,14 @@ class L4Exchange implements Exchange {
     return this.#call.timeoutMs;
   }
 
+  get discovery(): boolean {
+    return this.#call.discovery === true;
+  }
+
+  event(line: string): void {
+    this.#call.event?.(line);
+  }
+
   respond(status: number, headers: Record<string, string>): void {
     if (this.#call.kind === 'watch' && status === 200) this.#open = true;
     this.#call.answered(status, headers);

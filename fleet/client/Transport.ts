@@ -7,6 +7,10 @@ export interface AppCall {
   readonly since: number;
   /** A watch: its `timeoutSeconds`, in ms. */
   readonly timeoutMs: number;
+  /** Discovery's own request (see `Exchange.discovery`). */
+  readonly discovery?: boolean;
+  /** An open discovery watch's event. */
+  event?(line: string): void;
   /** The response (for a watch: 200 when it opened, or the status that refused it). */
   answered(status: number, headers: Record<string, string>): void;
   /** An open watch ended: the server ended it, a balancer ended it between events, or its connection broke. */

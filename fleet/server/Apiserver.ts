@@ -14,6 +14,13 @@ export interface Exchange {
   readonly since: number;
   /** A watch: when the server ends it (`timeoutSeconds`), ms after it opens. */
   readonly timeoutMs: number;
+  /**
+   * Discovery's own request (a `kubernetes:` target's LIST or WATCH of the `default/kubernetes`
+   * EndpointSlice): counted apart from the workload's, and told the slice's watch events.
+   */
+  readonly discovery?: boolean;
+  /** An open discovery watch gets one event (a JSON line). */
+  event?(line: string): void;
   /** The response head (and, for a short request, all of it). A watch answered 200 stays open until `ended` or `failed`. */
   respond(status: number, headers: Record<string, string>, body: string): void;
   /** The server ended the watch (its timeout), between events. */
@@ -108,7 +115,9 @@ export class Stream {
 
 /** What the server tells the run's meters. */
 export interface ApiserverMeter {
-  arrived(server: number, kind: RequestKind): void;
+  arrived(server: number, kind: RequestKind, discovery?: boolean): void;
+  /** A watch event sent to a discovery watch. */
+  discoveryEvent(server: number): void;
   rejected(server: number): void;
   /** A `/readyz` probe reached it. */
   probed(server: number): void;
@@ -138,6 +147,8 @@ export class Apiserver {
   readonly #meter: ApiserverMeter;
   readonly #connections = new Set<Connection>();
   readonly #watches = new Set<Stream>();
+  /** Open discovery watches (EndpointSlice), not in `#watches`: the workload's watches are measured apart. */
+  readonly #discoveryWatches = new Set<Stream>();
   readonly #queue: Array<Stream | undefined> = [];
   #queueHead = 0;
   #queued = 0;
@@ -166,6 +177,18 @@ export class Apiserver {
 
   get watchCount(): number {
     return this.#watches.size;
+  }
+
+  get discoveryWatchCount(): number {
+    return this.#discoveryWatches.size;
+  }
+
+  /** The `default/kubernetes` EndpointSlice changed (or a bookmark is due): one event to each discovery watch here. */
+  discoveryEvent(line: string): void {
+    for (const stream of this.#discoveryWatches) {
+      this.#meter.discoveryEvent(this.index);
+      stream.exchange.event?.(line);
+    }
   }
 
   get busySeats(): number {
@@ -202,7 +225,7 @@ export class Apiserver {
       // Opened after the GOAWAY left the server: never processed (Go ignores streams above its last stream id).
       return void this.#later(() => exchange.failed('GOAWAY'));
     }
-    this.#meter.arrived(this.index, exchange.kind);
+    this.#meter.arrived(this.index, exchange.kind, exchange.discovery);
     const stream = new Stream(connection, exchange);
     if (this.state === 'closing' && this.config.sendRetryAfter) {
       // WithRetryAfter: 429 + Retry-After: 5 + Connection: close (GOAWAY on HTTP/2).
@@ -237,6 +260,7 @@ export class Apiserver {
       this.#release(stream.exchange.kind);
     } else {
       this.#watches.delete(stream);
+      this.#discoveryWatches.delete(stream);
     }
   }
 
@@ -281,6 +305,7 @@ export class Apiserver {
     }
     this.#connections.clear();
     this.#watches.clear();
+    this.#discoveryWatches.clear();
     this.#queue.length = 0;
     this.#queueHead = 0;
     this.#queued = 0;
@@ -331,7 +356,7 @@ export class Apiserver {
         return;
       }
       stream.state = 'watching';
-      this.#watches.add(stream);
+      (exchange.discovery ? this.#discoveryWatches : this.#watches).add(stream);
       this.#deliver(stream, 200, this.#goaway(stream.connection), '');
       stream.timer = this.#clock.setTimeout(() => {
         stream.timer = undefined;

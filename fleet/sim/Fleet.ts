@@ -1,5 +1,7 @@
 import { dnsCacheDefaults, DnsCache } from '../../src/dns/DnsCache.ts';
+import type { ApiClient } from '../../src/resolver/ApiClient.ts';
 import { DnsResolver } from '../../src/resolver/DnsResolver.ts';
+import { EndpointSliceResolver } from '../../src/resolver/EndpointSliceResolver.ts';
 import { srvLookup } from '../../src/resolver/dnsLookups.ts';
 import type { Resolver } from '../../src/resolver/Resolver.ts';
 import { StaticResolver } from '../../src/resolver/StaticResolver.ts';
@@ -7,9 +9,11 @@ import { L4Balancer, L4Client } from '../client/L4Client.ts';
 import type { Transport } from '../client/Transport.ts';
 import { Workload, type WorkloadConfig } from '../client/Workload.ts';
 import { KubeClient } from '../kube/KubeClient.ts';
+import { SimApiClient } from '../kube/SimApiClient.ts';
 import { SimDnsClient } from '../kube/SimDnsClient.ts';
 import type { ApiserverConfig } from '../server/Apiserver.ts';
 import { DnsServer, SRV_NAME, type DnsServerConfig } from '../server/DnsServer.ts';
+import { defaultSlices, EndpointSlices } from '../server/EndpointSlices.ts';
 import { Cluster, type LifecycleConfig } from './Cluster.ts';
 import { Meter } from './Meter.ts';
 import { seeded, withSeededMathRandom } from './random.ts';
@@ -92,6 +96,13 @@ async function simulate(scenario: Scenario, strategy: Strategy, options: RunOpti
   dns.onQuery = () => meter.dnsQuery();
   cluster.onAdded((server) => dns.watch(server));
   const balancer = new L4Balancer(cluster.servers, clock, seeded(options.seed, 2));
+  // Only where a strategy reads it: its bookmarks and events are events of their own.
+  let slices: EndpointSlices | undefined;
+  if (strategy.discovery === 'endpointslice') {
+    const created = new EndpointSlices(defaultSlices, clock, seeded(options.seed, 4), cluster.servers);
+    cluster.onAdded((server) => created.watch(server));
+    slices = created;
+  }
   const marks: StrategyRun['marks'] = [];
   let settleFrom: number | undefined;
   const world: World = {
@@ -110,14 +121,14 @@ async function simulate(scenario: Scenario, strategy: Strategy, options: RunOpti
   const startRandom = seeded(options.seed, 3);
   for (let c = 0; c < options.clients; c++) {
     clock.setTimeout(() => {
-      const transport = strategy.kind === 'l4' ? new L4Client(balancer, clock) : kubeClient(clock, cluster, dns, strategy, options, c);
+      const transport = strategy.kind === 'l4' ? new L4Client(balancer, clock) : kubeClient({ clock, cluster, dns, balancer, slices }, strategy, options, c);
       if (transport instanceof KubeClient) transport.onSet = discoveryMeter(cluster, meter, clock);
       transports.push(transport);
       new Workload(clock, seeded(options.seed, c, 2), meter, options.workload, transport).start();
     }, startRandom() * options.startSpreadMs);
   }
   const sample = (second: number): void => {
-    cluster.servers.forEach((server, i) => meter.sample(second, i, server.watchCount, server.ready));
+    cluster.servers.forEach((server, i) => meter.sample(second, i, server.watchCount, server.ready, server.discoveryWatchCount));
     if (second + 1 < seconds) clock.at((second + 2) * 1000, () => sample(second + 1));
   };
   clock.at(1000, () => sample(0));
@@ -147,14 +158,31 @@ function discoveryMeter(cluster: Cluster, meter: Meter, clock: Scheduler): (addr
   };
 }
 
-function kubeClient(clock: Scheduler, cluster: Cluster, dns: DnsServer, strategy: Strategy, options: RunOptions, c: number): KubeClient {
+const DNS_CACHE_ENTRIES = 16;
+
+/** What a kube-balancer client's resolver reads: DNS, or the EndpointSlice through the bootstrap server (an L4 balancer). */
+interface Discovery {
+  clock: Scheduler;
+  cluster: Cluster;
+  dns: DnsServer;
+  balancer: L4Balancer;
+  slices: EndpointSlices | undefined;
+}
+
+function kubeClient({ clock, cluster, dns, balancer, slices }: Discovery, strategy: Strategy, options: RunOptions, c: number): KubeClient {
   const random = seeded(options.seed, c, 1);
   let resolver: Resolver;
-  if (strategy.discovery === 'static') {
+  if (slices) {
+    // The library's ApiClient, as far as the resolver uses it (`get`, `close`), on a connection of its own.
+    const api = new SimApiClient(new L4Client(balancer, clock), slices, clock) as unknown as ApiClient;
+    resolver = new EndpointSliceResolver('default', 'kubernetes', api, clock, random);
+  } else if (strategy.discovery === 'static') {
     resolver = new StaticResolver(cluster.servers.map((s) => ({ address: s.address, port: 6443 })));
   } else {
     const cacheOptions = { ...dnsCacheDefaults, minTtl: options.minTtlMs };
-    const cache = new DnsCache(new SimDnsClient(dns, clock), clock, cacheOptions, random);
+    // Room for the one SRV answer (glue included) a client's rounds use: the library's 8,192-entry
+    // default is sized for any SRV set, and preallocating it for every client was a tenth of a run.
+    const cache = new DnsCache(new SimDnsClient(dns, clock), clock, cacheOptions, random, DNS_CACHE_ENTRIES);
     resolver = new DnsResolver(srvLookup(SRV_NAME), { clock, cache, maxStale: cacheOptions.maxStale, target: `dns+srv:///${SRV_NAME}` });
   }
   return new KubeClient(clock, random, cluster.byAddress, resolver, { policy: strategy.policy ?? 'round-robin' });

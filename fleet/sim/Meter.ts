@@ -25,6 +25,12 @@ export class Meter implements ApiserverMeter {
   readonly ready: Uint8Array;
   /** Queries that reached the DNS server, per second. */
   readonly dns: Float64Array;
+  /** Discovery's LISTs and WATCHes (a `kubernetes:` target's EndpointSlice reads) that reached each apiserver, per second. */
+  readonly discoveryRequests: Float64Array;
+  /** Open discovery watches on each apiserver, sampled at the end of each second. */
+  readonly discoveryWatches: Float64Array;
+  /** Watch events (slice changes, bookmarks) the apiservers sent to discovery watches. */
+  discoveryEvents = 0;
   /** `/readyz` probes that reached an apiserver (kube-balancer's active health checks, the L4 balancer's). */
   probes = 0;
   /** Requests whose first answer to the application was an error, a 429 or a 5xx. */
@@ -50,6 +56,8 @@ export class Meter implements ApiserverMeter {
     this.watches = new Float64Array(seconds * servers);
     this.ready = new Uint8Array(seconds * servers);
     this.dns = new Float64Array(seconds);
+    this.discoveryRequests = new Float64Array(seconds * servers);
+    this.discoveryWatches = new Float64Array(seconds * servers);
     this.#now = now;
   }
 
@@ -61,13 +69,18 @@ export class Meter implements ApiserverMeter {
   /** Watch requests that reached an apiserver (each open, re-watch and move counts one). */
   watchRequests = 0;
 
-  arrived(server: number, kind: RequestKind): void {
-    if (kind === 'watch') this.watchRequests++;
+  arrived(server: number, kind: RequestKind, discovery?: boolean): void {
+    if (discovery) this.discoveryRequests[this.#second() * this.servers + server]!++;
+    else if (kind === 'watch') this.watchRequests++;
     else this.requests[this.#second() * this.servers + server]!++;
   }
 
   rejected(server: number): void {
     this.rejections[this.#second() * this.servers + server]!++;
+  }
+
+  discoveryEvent(): void {
+    this.discoveryEvents++;
   }
 
   probed(): void {
@@ -78,9 +91,10 @@ export class Meter implements ApiserverMeter {
     this.dns[this.#second()]!++;
   }
 
-  sample(second: number, server: number, watches: number, ready: boolean): void {
+  sample(second: number, server: number, watches: number, ready: boolean, discoveryWatches = 0): void {
     if (second >= this.seconds) return;
     this.watches[second * this.servers + server] = watches;
+    this.discoveryWatches[second * this.servers + server] = discoveryWatches;
     this.ready[second * this.servers + server] = ready ? 1 : 0;
   }
 

@@ -1,9 +1,7 @@
 import type { Clock, ClockTimer } from '../../src/clock.ts';
 
-/** One scheduled callback; also the `ClockTimer` handle the library holds. */
+/** One scheduled callback; also the `ClockTimer` handle the library holds (clearing it empties `run`). */
 interface Event {
-  at: number;
-  seq: number;
   run: (() => void) | undefined;
 }
 
@@ -11,6 +9,10 @@ interface Event {
  * Virtual time: a binary min-heap of events ordered by (time, insertion), and the `Clock` every
  * simulated balancer runs on. Time moves only from event to event, so ten simulated minutes take
  * as long as their events take to run.
+ *
+ * The heap keeps its keys (time, insertion number) in typed arrays beside the events: with 5,000
+ * clients it holds ~100,000 events, and comparing keys in place, rather than through one object per
+ * event scattered over the heap, keeps each push and pop within a few cache lines.
  *
  * The library's resolver and prober are async (DnsResolver, DnsCache, Prober await promises the
  * simulation resolves). Their continuations are microtasks, which a synchronous loop would never
@@ -21,7 +23,10 @@ interface Event {
 export class Scheduler implements Clock {
   #now = 0;
   #seq = 0;
-  #heap: Event[] = [];
+  #size = 0;
+  #events: Array<Event | undefined> = [];
+  #at = new Float64Array(1024);
+  #order = new Float64Array(1024);
   /** Drains still owed: a touch asks for a few, so that chains longer than one drain finish too. */
   #owed = 0;
   /** Events run so far (for the speed report). */
@@ -41,18 +46,25 @@ export class Scheduler implements Clock {
 
   /** Runs `callback` at virtual time `at` (ms). The handle can be passed to `clearTimeout`. */
   at(at: number, callback: () => void): ClockTimer {
-    const event: Event = { at, seq: this.#seq++, run: callback };
-    const heap = this.#heap;
-    let i = heap.length;
-    heap.push(event);
+    const event: Event = { run: callback };
+    const seq = this.#seq++;
+    if (this.#size === this.#at.length) this.#grow();
+    const keys = this.#at;
+    const order = this.#order;
+    const events = this.#events;
+    let i = this.#size++;
+    // Every event already queued was inserted earlier: at an equal time, the new one goes after it.
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      const p = heap[parent]!;
-      if (p.at < at || (p.at === at && p.seq < event.seq)) break;
-      heap[i] = p;
+      if (keys[parent]! <= at) break;
+      keys[i] = keys[parent]!;
+      order[i] = order[parent]!;
+      events[i] = events[parent];
       i = parent;
     }
-    heap[i] = event;
+    keys[i] = at;
+    order[i] = seq;
+    events[i] = event;
     return event;
   }
 
@@ -63,24 +75,23 @@ export class Scheduler implements Clock {
 
   /** Runs events in order until virtual time `until` (ms); the clock ends at `until`. */
   async run(until: number): Promise<void> {
-    const heap = this.#heap;
     let millisecond = Math.floor(this.#now);
-    while (heap.length > 0) {
-      const next = heap[0]!;
-      if (next.at > until) break;
-      if (this.#owed > 0 && next.at >= millisecond + 1) {
+    while (this.#size > 0) {
+      const at = this.#at[0]!;
+      if (at > until) break;
+      if (this.#owed > 0 && at >= millisecond + 1) {
         this.#owed--;
-        millisecond = Math.floor(next.at);
+        millisecond = Math.floor(at);
         await drainMicrotasks();
         continue; // the continuations may have scheduled something sooner
       }
-      this.#pop();
+      const next = this.#pop();
       const run = next.run;
       if (run === undefined) continue;
       next.run = undefined;
-      if (next.at > this.#now) {
-        this.#now = next.at;
-        millisecond = Math.floor(next.at);
+      if (at > this.#now) {
+        this.#now = at;
+        millisecond = Math.floor(at);
       }
       this.events++;
       run();
@@ -92,28 +103,45 @@ export class Scheduler implements Clock {
     this.#now = Math.max(this.#now, until);
   }
 
-  #pop(): void {
-    const heap = this.#heap;
-    const last = heap.pop()!;
-    const n = heap.length;
-    if (n === 0) return;
+  /** Removes and returns the first event. */
+  #pop(): Event {
+    const keys = this.#at;
+    const order = this.#order;
+    const events = this.#events;
+    const first = events[0]!;
+    const n = --this.#size;
+    const lastAt = keys[n]!;
+    const lastSeq = order[n]!;
+    const last = events[n];
+    events[n] = undefined;
+    if (n === 0) return first;
     let i = 0;
     for (;;) {
       const l = 2 * i + 1;
       if (l >= n) break;
       const r = l + 1;
       let c = l;
-      if (r < n) {
-        const a = heap[l]!;
-        const b = heap[r]!;
-        if (b.at < a.at || (b.at === a.at && b.seq < a.seq)) c = r;
-      }
-      const child = heap[c]!;
-      if (last.at < child.at || (last.at === child.at && last.seq < child.seq)) break;
-      heap[i] = child;
+      if (r < n && (keys[r]! < keys[l]! || (keys[r] === keys[l] && order[r]! < order[l]!))) c = r;
+      const childAt = keys[c]!;
+      if (lastAt < childAt || (lastAt === childAt && lastSeq < order[c]!)) break;
+      keys[i] = childAt;
+      order[i] = order[c]!;
+      events[i] = events[c];
       i = c;
     }
-    heap[i] = last;
+    keys[i] = lastAt;
+    order[i] = lastSeq;
+    events[i] = last;
+    return first;
+  }
+
+  #grow(): void {
+    const keys = new Float64Array(this.#at.length * 2);
+    keys.set(this.#at);
+    this.#at = keys;
+    const order = new Float64Array(this.#order.length * 2);
+    order.set(this.#order);
+    this.#order = order;
   }
 }
 

@@ -97,6 +97,8 @@ export class Endpoint {
   unreachable = false;
   /** Clock time (ms) it last answered anything; a timeout right after an answer is no black hole. */
   lastAnswerAt = -Infinity;
+  /** Clock time (ms) a request last succeeded here (not a probe): fresh passive health lets a probe be skipped. */
+  lastSuccessAt = -Infinity;
   inFlight = 0;
   streams = 0;
   requests = 0;

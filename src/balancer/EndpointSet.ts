@@ -98,23 +98,22 @@ export class EndpointSet {
   }
 
   /**
-   * A request that feeds the latency estimate (a short GET of one object) goes to `endpoint`;
-   * returns the clock time it started, for `shortEnded`.
+   * A request that feeds the latency estimate (a short GET of one object) goes to `endpoint` at
+   * clock time `now` (read here if not given); returns it, for `shortEnded`.
    */
-  timedStart(endpoint: Endpoint): number {
-    const now = this.#clock.now();
+  timedStart(endpoint: Endpoint, now = this.#clock.now()): number {
     endpoint.latency.begin(now);
     return now;
   }
 
   /**
    * A short request ended; a timed one (`startedAt` from `timedStart`, else NaN) feeds the estimate
-   * (`censored`: without an answer that measures serving time, see `LatencyEstimate.end`). At most
-   * every `REWEIGH_MS` the load factors are recomputed, and the picker rebuilt if one moved: the
-   * hot path stays a schedule step, and no timer runs.
+   * (`censored`: without an answer that measures serving time, see `LatencyEstimate.end`), at clock
+   * time `now` (read here if not given). At most every `REWEIGH_MS` the load factors are
+   * recomputed, and the picker rebuilt if one moved: the hot path stays a schedule step, and no
+   * timer runs.
    */
-  shortEnded(endpoint: Endpoint, startedAt: number, censored: boolean): void {
-    const now = this.#clock.now();
+  shortEnded(endpoint: Endpoint, startedAt: number, censored: boolean, now = this.#clock.now()): void {
     if (startedAt === startedAt) endpoint.latency.end(now, now - startedAt, censored);
     if (!this.#loadAware || now - this.#reweighedAt < REWEIGH_MS) return;
     this.#reweighedAt = now;

@@ -21,6 +21,8 @@ export interface AttemptOwner {
   readonly longRunning: boolean;
   readonly watch: boolean;
   readonly eviction: boolean;
+  /** Its latency feeds the endpoint's load estimate (see `isPointRead`). */
+  readonly timed: boolean;
   /** Milliseconds the response body may stay silent; 0: none (see BodyTimer). */
   readonly bodyTimeout: number;
   readonly finished: boolean;
@@ -54,11 +56,12 @@ export class Attempt implements Handler {
   #bodyTimer: BodyTimer | undefined;
   #moved = false;
   started = false;
-  /** Clock time it was sent (with hedging on), and whether its response headers came. */
+  /**
+   * Clock time it was sent, read once: the hedge delay and a timed request's latency (load-aware
+   * picking) are both measured from it. And whether its response headers came.
+   */
   sentAt = 0;
   answered = false;
-  /** Clock time it was sent, for a timed request (load-aware picking); NaN otherwise. */
-  startedAt = NaN;
   #heldBack = false;
   /** The response being held until complete, while it is. */
   #held: HeldResponse | undefined;
@@ -77,7 +80,7 @@ export class Attempt implements Handler {
 
   onRequestStart(controller: Controller, context: unknown): void {
     this.#controller = controller;
-    if (this.#moved) return controller.abort(new Error('kube-balancer: another attempt answered first'));
+    if (this.#moved) return controller.abort(superseded());
     this.#request.attemptStarted(this, controller, context);
   }
 
@@ -89,7 +92,7 @@ export class Attempt implements Handler {
   supersede(): void {
     if (this.#settled) return;
     this.moved();
-    this.abort(new Error('kube-balancer: another attempt answered first'));
+    this.abort(superseded());
   }
 
   /** The watch is being moved: it ends without a verdict on the endpoint's health. */
@@ -124,7 +127,7 @@ export class Attempt implements Handler {
       request.responded(this);
       this.#statusCode = statusCode;
       this.#headers = headers;
-      if (request.bodyTimeout > 0) this.#bodyTimer = new BodyTimer(request.host.clock, request.bodyTimeout, request.proxy, (error) => this.abort(error));
+      if (request.bodyTimeout > 0) this.#bodyTimer = new BodyTimer(request.host.clock, request.bodyTimeout, request.proxy, this);
       if (request.inspects(statusCode, headers)) {
         this.#inspected = { statusCode, headers, statusMessage, chunks: [], bytes: 0 };
         return;
@@ -230,9 +233,18 @@ export class Attempt implements Handler {
     if (this.#settled) return;
     this.#settled = true;
     if (this.#holdsBudget) this.#request.host.budget.release();
-    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome, this.startedAt);
+    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome, this.#request.timed ? this.sentAt : NaN);
     this.#request.attemptSettled(this);
   }
+}
+
+/**
+ * The reason a losing attempt is aborted with. Informational (undici's `UND_ERR_INFO`): undici's
+ * client fails every request still queued on it with an abort's reason when it counts none running
+ * (`onError` in undici's dispatcher/client.js), and no other request is to fail for this one.
+ */
+function superseded(): Error {
+  return Object.assign(new Error('kube-balancer: another attempt answered first'), { code: 'UND_ERR_INFO' });
 }
 
 interface Inspected {

@@ -139,13 +139,14 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     if (this.#attempts >= this.host.maxAttempts || (first.started && !this.#replayable)) return;
     const hedging = this.host.hedging!;
     const verdict = hedging.mayHedge(first.endpoint, first.sentAt);
-    // Its endpoint answered meanwhile (this was sent just before it went silent?): wait from then.
+    // Its endpoint answered less than the delay ago: not silent yet, so wait from that answer.
     if (typeof verdict === 'number') return hedging.wait(this, verdict);
-    if (!verdict) return;
     const tried = (this.#tried ??= new Set());
     tried.add(first.endpoint);
-    const endpoint = this.host.pick(false, false, tried);
-    if (!endpoint || !this.host.budget.tryAcquire()) return;
+    const endpoint = verdict ? this.host.pick(false, false, tried) : undefined;
+    // None earned, nowhere else to go, or no retry budget: ask again after another delay.
+    if (!endpoint || !this.host.budget.tryAcquire()) return hedging.wait(this, hedging.now());
+    hedging.sent(first.endpoint);
     this.#hedged = true;
     this.#rival = first;
     this.host.retrying(first.endpoint, endpoint, 'hedge', this.#attempts + 1, this);
@@ -180,8 +181,9 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.#attempts++;
     const attempt = new Attempt(this, endpoint, retry);
     this.#attempt = attempt;
-    if (this.host.hedging) attempt.sentAt = this.host.hedging.now();
-    attempt.startedAt = this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts);
+    // One clock read, only for a request whose time is measured (its latency, or a hedge's delay).
+    if (this.timed || this.host.hedging) attempt.sentAt = this.host.clock.now();
+    this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts, attempt.sentAt);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);
     } catch (error) {

@@ -246,12 +246,17 @@ export class Balancer extends undici.Dispatcher {
     const kind = classify(opts.method, opts.path, opts.upgrade, opts.query);
     const longRunning = kind !== 'short';
     const watch = kind === 'watch';
-    // The request's one copy of its options, addressed once for every attempt.
-    const own: DispatchOptions = { ...opts, headers: withHost(opts.headers, route.host) };
-    if (route.verification.sni) own.servername = route.verification.sni;
-    // Watches are quiet for minutes (no body timeout: see BalancedRequest); other requests get a
-    // deadline for their response headers.
-    if (!longRunning) own.headersTimeout ??= this.#options.requestTimeout;
+    // The request's one copy of its options, addressed once for every attempt, made in one literal
+    // (each key added later would move the object to another hidden class). Watches are quiet for
+    // minutes (no body timeout: see BalancedRequest); other requests get a deadline for their
+    // response headers. `bodyTimeout` is listed so that BalancedRequest's write of it adds no key.
+    const own: DispatchOptions = {
+      ...opts,
+      headers: withHost(opts.headers, route.host),
+      servername: route.verification.sni || opts.servername,
+      headersTimeout: longRunning ? opts.headersTimeout : (opts.headersTimeout ?? this.#options.requestTimeout),
+      bodyTimeout: opts.bodyTimeout,
+    };
     new BalancedRequest(this.#host, route, own, handler, longRunning, watch).start();
   }
 
@@ -279,21 +284,23 @@ export class Balancer extends undici.Dispatcher {
         return this.#set.pick(PICK_SHORT);
       },
       send: (endpoint, route, opts, handler) => this.#pools.get(endpoint, route).dispatch(opts, handler),
-      attemptStarted: (endpoint, longRunning, request, attempt) => {
+      attemptStarted: (endpoint, longRunning, request, attempt, sentAt) => {
         if (pickChannel.hasSubscribers) {
           pickChannel.publish({ balancer: this, request: request.describe(), endpoint: endpoint.info(), attempt, longRunning });
         }
         endpoint.inFlight++;
         endpoint.requests++;
         if (longRunning) endpoint.streams++;
-        return request instanceof BalancedRequest && request.timed ? this.#set.timedStart(endpoint) : NaN;
+        if (sentAt !== undefined && request instanceof BalancedRequest && request.timed) this.#set.timedStart(endpoint, sentAt);
       },
       attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => {
         endpoint.inFlight--;
         if (longRunning) endpoint.streams--;
         endpoint.outcomes[outcomeIndex(outcome)]!++;
-        this.#judge.judge(endpoint, outcome);
-        if (!longRunning) this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome));
+        // One clock read for the verdict and the latency sample: they describe the same moment.
+        const now = options.clock.now();
+        this.#judge.judge(endpoint, outcome, now);
+        if (!longRunning) this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome), now);
       },
       retrying: (from, to, reason, attempt, request) => {
         if (retryChannel.hasSubscribers) {

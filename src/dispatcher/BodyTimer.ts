@@ -11,6 +11,11 @@ export interface Reader {
   bodyTimer: BodyTimer | undefined;
 }
 
+/** The response a body timer guards. */
+export interface Abortable {
+  abort(reason: Error): void;
+}
+
 /**
  * undici's `bodyTimeout` (the longest silence between two pieces of a response body), kept here:
  * undici is given `bodyTimeout: 0`.
@@ -30,15 +35,16 @@ export class BodyTimer {
   readonly #clock: Clock;
   readonly #ms: number;
   readonly #reader: Reader;
-  readonly #expired: (error: Error) => void;
+  /** What is aborted when the body has been silent too long (an attempt: no closure per response). */
+  readonly #response: Abortable;
   #last: number;
   #timer: ClockTimer | undefined;
 
-  constructor(clock: Clock, ms: number, reader: Reader, expired: (error: Error) => void) {
+  constructor(clock: Clock, ms: number, reader: Reader, response: Abortable) {
     this.#clock = clock;
     this.#ms = ms;
     this.#reader = reader;
-    this.#expired = expired;
+    this.#response = response;
     this.#last = clock.now();
     this.#timer = clock.setTimeout(this.#check, ms);
     reader.bodyTimer = this;
@@ -64,6 +70,6 @@ export class BodyTimer {
     }
     this.#timer = undefined;
     if (this.#reader.bodyTimer === this) this.#reader.bodyTimer = undefined;
-    this.#expired(new errors.BodyTimeoutError(`no response body data for ${this.#ms} ms`));
+    this.#response.abort(new errors.BodyTimeoutError(`no response body data for ${this.#ms} ms`));
   };
 }

@@ -31,6 +31,10 @@ export class EndpointPools {
   #generation: number;
   /** Pools of earlier TLS generations, closing, with the promise of their close. */
   readonly #stale = new Map<Pool, Promise<void>>();
+  /** The pool `get` returned last, for that endpoint and route: a client mostly asks for the same. */
+  #lastEndpoint: Endpoint | undefined;
+  #lastRoute: Route | undefined;
+  #lastPool: Pool | undefined;
 
   constructor(
     undici: UndiciModule,
@@ -47,6 +51,15 @@ export class EndpointPools {
 
   get(endpoint: Endpoint, route: Route): Pool {
     if (this.#tls.generation !== this.#generation) this.#retireStale();
+    else if (endpoint === this.#lastEndpoint && route === this.#lastRoute) return this.#lastPool!;
+    const pool = this.#lookup(endpoint, route);
+    this.#lastEndpoint = endpoint;
+    this.#lastRoute = route;
+    this.#lastPool = pool;
+    return pool;
+  }
+
+  #lookup(endpoint: Endpoint, route: Route): Pool {
     let byRoute = this.#pools.get(endpoint);
     if (!byRoute) {
       byRoute = new Map();
@@ -92,6 +105,7 @@ export class EndpointPools {
   }
 
   async #drop(endpoint: Endpoint, end: (pool: Pool) => Promise<void>): Promise<void> {
+    this.#forgetLast();
     const byRoute = this.#pools.get(endpoint);
     this.#pools.delete(endpoint);
     if (byRoute) await Promise.all([...byRoute.values()].map(end));
@@ -106,9 +120,17 @@ export class EndpointPools {
 
   /** Every pool of the current generation, taken out of the map. */
   #current(): Pool[] {
+    this.#forgetLast();
     const pools = [...this.#pools.values()].flatMap((byRoute) => [...byRoute.values()]);
     this.#pools.clear();
     return pools;
+  }
+
+  /** The pools a lookup last found may be closing: the next `get` looks again. */
+  #forgetLast(): void {
+    this.#lastEndpoint = undefined;
+    this.#lastRoute = undefined;
+    this.#lastPool = undefined;
   }
 
   /** The credentials changed: every pool made with the old ones closes gracefully. */

@@ -28,31 +28,37 @@ const HEDGE_BURST = 100;
  * Hedged requests for short idempotent requests, as gRPC's hedging policy and Finagle's backup
  * requests do: one that has no response headers after the hedge delay — the `percentile` of
  * recent short-request times to first byte, within [minDelayMs, maxDelayMs] — is sent to a second
- * endpoint too, if its own endpoint has answered nothing since it was sent (a slow endpoint that
- * answers others is the load-aware picker's business, not a hedge's); the first response wins and the other attempt is aborted with no health
- * verdict. Hedges are earned: 2 per 100 answered short requests, at most 100 saved up (Finagle's
- * backup-request budget); each also spends a unit of the retry budget, so an outage cannot
- * multiply the load.
+ * endpoint too, if its own endpoint has answered nothing for the delay either (a slow endpoint
+ * that answers others is the load-aware picker's business, not a hedge's); the first response wins
+ * and the other attempt is aborted with no health verdict. Hedges are earned: 2 per 100 answered
+ * short requests, at most 100 saved up, and a start has all 100 (Finagle's backup-request budget,
+ * gRPC's full token bucket); each also spends a unit of the retry budget, so an outage cannot
+ * multiply the load. Moving the requests still waiting on an ejected endpoint costs no earned hedge.
  *
  * It also tells a black hole early: an endpoint against which three hedges won while it has
  * answered nothing for twice the delay is reported silent, so new requests stop going there long
  * before a probe or an HTTP/2 PING could tell (a wrong guess costs one ejection, no request).
  *
  * One timer serves every request: waiting requests sit in a map (O(1) in and out, no timer per
- * request), swept every quarter of the delay while any waits.
+ * request), swept when the first is due, at most every eighth of the delay.
  */
 export class Hedging {
   readonly #settings: HedgeSettings;
   readonly #clock: Clock;
   readonly #silent: (endpoint: Endpoint) => void;
-  /** Hedges earned, in hundredths (whole numbers, so 50 answers earn exactly one). */
-  #credit = 0;
+  /**
+   * Hedges earned, in hundredths (whole numbers, so 50 answers earn exactly one). It starts full, as
+   * gRPC's retry throttling starts with all its tokens: a black hole in the first minute is covered too.
+   */
+  #credit = HEDGE_BURST * 100;
   readonly #samples = new Float64Array(SAMPLES);
   #count = 0;
   #delay: number;
   readonly #waiting = new Map<Hedgeable, number>();
   #timer: ClockTimer | undefined;
   #timerAt = 0;
+  /** The sweep due now was put off once, so that what our stall left unread is read first. */
+  #deferred = false;
   readonly #wins = new WeakMap<Endpoint, number>();
   /** Hedges sent, for stats. */
   hedges = 0;
@@ -78,14 +84,16 @@ export class Hedging {
     return this.#clock.now();
   }
 
-  /** `request` was sent at `sentAt` and may be hedged once it has waited the delay. */
-  wait(request: Hedgeable, sentAt: number): void {
-    this.#waiting.set(request, sentAt);
-    const due = sentAt + this.#delay;
-    // One timer for all; rescheduled only when the delay has shrunk well below what it was set for.
-    if (this.#timer !== undefined && this.#timerAt <= due + this.#delay / 4) return;
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    this.#schedule(this.#delay);
+  /** `request` may be hedged once it, and its endpoint, have been silent for the delay from `since`. */
+  wait(request: Hedgeable, since: number): void {
+    this.#waiting.set(request, since);
+    const due = since + this.#delay;
+    // One timer for all; rescheduled only when this one is due well before it would fire.
+    if (this.#timer !== undefined) {
+      if (this.#timerAt <= due + this.#delay / 8) return;
+      this.#clock.clearTimeout(this.#timer);
+    }
+    this.#schedule(due - this.#clock.now());
   }
 
   /** No hedge for `request` after all (a response came, it ended, or it was hedged). */
@@ -94,22 +102,31 @@ export class Hedging {
   }
 
   /**
-   * Whether a request sent to `endpoint` at `sentAt` is to be hedged now: `true` (the hedge is
-   * spent), `false` (none is left), or the time from which to wait again, when the endpoint has
-   * answered something since the request was sent.
+   * Whether a request sent to `endpoint` at `sentAt` is to be hedged now: `true`, `false` (none is
+   * left: wait again, in case one is earned or the endpoint is ejected), or the time from which to
+   * wait again, when the endpoint answered something less than the delay ago (a slow endpoint that
+   * answers others is the load-aware picker's business, not a hedge's). Nothing is spent until `sent`.
    */
   mayHedge(endpoint: Endpoint, sentAt: number): boolean | number {
-    if (endpoint.lastAnswerAt > sentAt) return endpoint.lastAnswerAt;
-    if (this.#credit < 100) return false;
-    this.#credit -= 100;
+    const quietSince = Math.max(sentAt, endpoint.lastAnswerAt);
+    if (this.#clock.now() - quietSince < this.#delay) return quietSince;
+    return isOut(endpoint) || this.#credit >= 100;
+  }
+
+  /**
+   * A hedge of a request on `endpoint` was sent. It costs an earned hedge unless the endpoint is
+   * already out (ejected: a black hole told by hedges or a probe): then moving its stuck requests is
+   * failover, paid by the retry budget alone, not extra load.
+   */
+  sent(endpoint: Endpoint): void {
     this.hedges++;
-    return true;
+    if (!isOut(endpoint)) this.#credit -= 100;
   }
 
   /** A short request's response headers came from `endpoint`, `ms` after its attempt was sent. */
   answered(endpoint: Endpoint, ms: number): void {
     endpoint.lastAnswerAt = this.#clock.now();
-    this.#credit = Math.min(HEDGE_BURST * 100, this.#credit + HEDGE_PERCENT);
+    if (this.#credit < HEDGE_BURST * 100) this.#credit += HEDGE_PERCENT;
     this.#wins.delete(endpoint);
     this.#samples[this.#count++ % SAMPLES] = ms;
     if (this.#count % RECOMPUTE === 0) this.#recompute();
@@ -131,20 +148,38 @@ export class Hedging {
 
   #sweep(): void {
     this.#timer = undefined;
+    const now = this.#clock.now();
     const delay = this.#delay;
-    const due = this.#clock.now() - delay;
+    // Late by more than half the delay: we stalled (GC, a busy CPU), and timers run before the
+    // answers that came meanwhile are read. Put the sweep off until they are, once, so that our own
+    // stall neither hedges every request in flight nor makes the endpoints look silent.
+    if (!this.#deferred && now - this.#timerAt > delay / 2) {
+      this.#deferred = true;
+      return this.#schedule(1);
+    }
+    this.#deferred = false;
+    const due = now - delay;
     const hedged: Hedgeable[] = [];
-    for (const [request, since] of this.#waiting) if (since <= due) hedged.push(request);
+    let next = Infinity;
+    for (const [request, since] of this.#waiting) {
+      if (since <= due) hedged.push(request);
+      else if (since < next) next = since;
+    }
     for (const request of hedged) {
       this.#waiting.delete(request);
+      // It may wait again (from a later time), which sets the timer.
       request.hedge();
     }
-    if (this.#waiting.size > 0) this.#schedule(delay / 4);
+    if (this.#timer !== undefined || this.#waiting.size === 0) return;
+    if (next === Infinity) for (const since of this.#waiting.values()) next = Math.min(next, since);
+    // No sooner than an eighth of the delay: a sweep serves every request due by then.
+    this.#schedule(Math.max(next + delay - now, delay / 8));
   }
 
   #schedule(ms: number): void {
-    this.#timerAt = this.#clock.now() + Math.max(1, ms);
-    this.#timer = this.#clock.setTimeout(() => this.#sweep(), Math.max(1, ms));
+    const wait = Math.max(1, ms);
+    this.#timerAt = this.#clock.now() + wait;
+    this.#timer = this.#clock.setTimeout(() => this.#sweep(), wait);
   }
 
   #recompute(): void {
@@ -153,4 +188,9 @@ export class Hedging {
     const at = sorted[Math.min(n - 1, Math.floor((n * this.#settings.percentile) / 100))]!;
     this.#delay = Math.min(this.#settings.maxDelayMs, Math.max(this.#settings.minDelayMs, at));
   }
+}
+
+/** Ejected or no longer listed: no new requests go there, so those still waiting there are moved. */
+function isOut(endpoint: Endpoint): boolean {
+  return endpoint.state === 'ejected' || endpoint.removed;
 }

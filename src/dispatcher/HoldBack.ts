@@ -17,7 +17,9 @@ export class HeldResponse {
   readonly #headers: Headers;
   readonly #statusMessage: string | undefined;
   readonly #limit: number;
-  #chunks: Buffer[] = [];
+  /** The first chunk, and the rest once there are more: most held responses are one chunk. */
+  #first: Buffer | undefined;
+  #rest: Buffer[] | undefined;
   #bytes = 0;
 
   constructor(statusCode: number, headers: Headers, statusMessage: string | undefined, limit: number) {
@@ -29,17 +31,23 @@ export class HeldResponse {
 
   /** Holds one more chunk; false once the body has grown past the limit (the chunk is held all the same). */
   add(chunk: Buffer): boolean {
-    this.#chunks.push(chunk);
+    if (this.#first === undefined) this.#first = chunk;
+    else (this.#rest ??= []).push(chunk);
     this.#bytes += chunk.length;
     return this.#bytes <= this.#limit;
   }
 
   /** Hands the head and every held chunk to `downstream`, and lets go of them. */
   release(downstream: Handler, controller: Controller): void {
-    const chunks = this.#chunks;
-    this.#chunks = [];
+    const first = this.#first;
+    const rest = this.#rest;
+    this.#first = undefined;
+    this.#rest = undefined;
     downstream.onResponseStart?.(controller, this.#statusCode, this.#headers, this.#statusMessage);
-    for (const chunk of chunks) {
+    if (first === undefined || controller.aborted) return;
+    downstream.onResponseData?.(controller, first);
+    if (rest === undefined) return;
+    for (const chunk of rest) {
       if (controller.aborted) return;
       downstream.onResponseData?.(controller, chunk);
     }

@@ -34,9 +34,12 @@ export interface RequestHost {
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
   send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
-  /** The `attempt`-th attempt of `request` goes to `endpoint`; returns its clock time if it is a timed BalancedRequest, else NaN. */
-  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number): number;
-  /** `startedAt`: what `attemptStarted` returned, for the latency of a timed request. */
+  /**
+   * The `attempt`-th attempt of `request` goes to `endpoint`, sent at clock time `sentAt` (a
+   * BalancedRequest's attempts give it: the latency of a timed one is measured from it).
+   */
+  attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number, sentAt?: number): void;
+  /** `startedAt`: the `sentAt` of a timed request's attempt (NaN or absent otherwise), for its latency. */
   attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome, startedAt?: number): void;
   retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number, request: DescribedRequest): void;
   noEndpoints(): BalancerError;

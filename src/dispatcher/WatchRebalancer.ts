@@ -16,9 +16,9 @@ export interface MovableWatch {
 }
 
 /**
- * Moves open watches onto an endpoint that joined or came back. Watches are placed where the
- * fewest streams are open when they start, but then stay for up to an hour: without this, a
- * restarted apiserver gets none until they end on their own. Each step ends the oldest watch on
+ * Places watches by this client's quotas (`claim`) and moves open ones onto an endpoint that
+ * joined or came back. Watches stay for up to an hour once placed: without moves, a restarted
+ * apiserver gets none until they end on their own. Each step ends the oldest watch on
  * the endpoint furthest above its quota; the caller re-watches from its last resourceVersion and
  * the next watch to start goes to the endpoint furthest below (`claim`). Steps are at least
  * `1 / maxPerSecond` s apart and happen only while some endpoint is below its quota, so a balanced
@@ -31,7 +31,8 @@ export interface MovableWatch {
  * same way in every client (or moving only when that lowers the client's own highest load) leaves
  * the fleet where it was after a scale-out: every client's 3 watches on the 3 old apiservers.
  *
- * Nothing here runs per request: only watches that reached their caller are registered.
+ * Nothing here runs per short request: only watches that reached their caller are registered, and
+ * only long-running requests are placed.
  */
 export class WatchRebalancer {
   readonly #set: EndpointSet;
@@ -50,6 +51,7 @@ export class WatchRebalancer {
   readonly #offset: number;
   /** This client's wait beyond the watch-cache grace, ms. */
   readonly #graceMs: number;
+  readonly #random: () => number;
 
   /**
    * `graceMs`: a watch is not moved onto an endpoint ready for less than this (plus up to a third of
@@ -68,6 +70,7 @@ export class WatchRebalancer {
     this.#moved = moved;
     this.#offset = random();
     this.#graceMs = settings.graceMs * (1 + random() / 3);
+    this.#random = random;
   }
 
   opened(endpoint: Endpoint, watch: MovableWatch): void {
@@ -80,18 +83,26 @@ export class WatchRebalancer {
   }
 
   /**
-   * Where the next watch should go, when a moved one is on its way: the endpoint it was moved for
-   * (the picker alone would place it on any endpoint with the fewest streams, often the one it
-   * left). Whichever watch starts next takes the place; from then on its stream counts there.
+   * Where the next long-running request should go. A moved watch on its way: the endpoint it was
+   * moved for (the picker alone would place it on any endpoint with the fewest streams, often the
+   * one it left); whichever watch starts next takes the place. Otherwise the endpoint furthest below
+   * its quota once this stream counts (ties at random), among those past their watch-cache grace;
+   * `undefined` (the picker decides) when none is.
+   *
+   * Placing by quota, not by fewest streams, keeps a balanced fleet balanced. After a scale-out the
+   * watches moved onto the newcomers are young, so for minutes the watches that end are the old
+   * apiservers'; by fewest streams each went to one of the client's empty endpoints, as often an
+   * old one as a new one, and the newcomers kept gaining (`npm run fleet -- --scenario scale-out`:
+   * watches max/min 1.1 after the moves, 1.43 five minutes later). By quota it goes back where the
+   * client's share says, usually the endpoint it left.
    */
   claim(): Endpoint | undefined {
-    if (this.#inTransit.length === 0) return undefined;
     const now = this.#clock.now();
     while (this.#inTransit.length > 0) {
       const { to, until } = this.#inTransit.shift()!;
       if (until > now && !to.removed && to.state === 'ready') return to;
     }
-    return undefined;
+    return this.#place(now);
   }
 
   closed(endpoint: Endpoint, watch: MovableWatch): void {
@@ -180,14 +191,37 @@ export class WatchRebalancer {
     return until < Infinity ? { until } : undefined;
   }
 
+  /** The endpoint furthest below its quota with one more stream, past its grace; ties at random. */
+  #place(now: number): Endpoint | undefined {
+    const quotas = this.#quotas(new Map(), 1);
+    let best: Endpoint | undefined;
+    let bestDeficit = 0;
+    let ties = 0;
+    for (const [endpoint, quota] of quotas) {
+      const deficit = quota - endpoint.streams;
+      if (deficit < bestDeficit || deficit <= 0 || endpoint.removed || endpoint.state !== 'ready') continue;
+      if (endpoint.readySince + this.#graceMs > now) continue;
+      if (deficit > bestDeficit) {
+        best = endpoint;
+        bestDeficit = deficit;
+        ties = 1;
+      } else if (this.#random() * ++ties < 1) {
+        // Reservoir sampling: each of the tied endpoints is kept with probability 1 / ties.
+        best = endpoint;
+      }
+    }
+    return best;
+  }
+
   /**
    * Every endpoint's quota: the client's streams (open, and moved ones on their way) times its
    * share, rounded systematically with this client's offset, in the set's order. Quotas add up
-   * to the streams; each is its exact share on average over offsets, so over clients.
+   * to the streams (plus `extra`, a stream about to open); each is its exact share on average over
+   * offsets, so over clients.
    */
-  #quotas(expected: ReadonlyMap<Endpoint, number>): Map<Endpoint, number> {
+  #quotas(expected: ReadonlyMap<Endpoint, number>, extra = 0): Map<Endpoint, number> {
     const shares = this.#set.shares();
-    let streams = 0;
+    let streams = extra;
     let total = 0;
     for (const [endpoint, share] of shares) {
       streams += endpoint.streams + (expected.get(endpoint) ?? 0);

@@ -99,6 +99,11 @@ export class DnsCache {
     this.#entries = new LRUCache<string, Entry>({ max: maxEntries, ttlResolution: 0, perf: { now: () => clock.now() } });
   }
 
+  /** The shortest time an answer is kept (ms): no name is asked again sooner for its TTL's sake. */
+  get minTtl(): number {
+    return this.#options.minTtl;
+  }
+
   /**
    * The answer for `name` and `type`: from the cache while it is fresh, else from the network.
    * `force` asks the network even for a fresh answer (a query already under way is shared).

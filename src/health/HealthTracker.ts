@@ -115,6 +115,7 @@ export class HealthTracker {
   /** Any answer that is not a server failure: the endpoint works. */
   success(endpoint: Endpoint): void {
     if (endpoint.removed) return;
+    endpoint.lastSuccessAt = this.#clock.now();
     const h = this.#health.get(endpoint);
     if (h) {
       h.consecutiveFailures = 0;

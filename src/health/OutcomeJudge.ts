@@ -43,8 +43,8 @@ export class OutcomeJudge {
     this.#hooks = hooks;
   }
 
-  /** Feeds one attempt's outcome to the endpoint's health. */
-  judge(endpoint: Endpoint, outcome: AttemptOutcome): void {
+  /** Feeds one attempt's outcome, which came at clock time `now`, to the endpoint's health. */
+  judge(endpoint: Endpoint, outcome: AttemptOutcome, now = this.#clock.now()): void {
     if (outcome.type === 'aborted') {
       this.#health.releaseProbation(endpoint);
       return;
@@ -68,7 +68,6 @@ export class OutcomeJudge {
       return;
     }
     const { statusCode, headers } = outcome;
-    const now = this.#clock.now();
     endpoint.lastAnswerAt = now;
     if (isShutdown503(statusCode, headers, outcome.body)) {
       this.#health.shuttingDown(endpoint, retryAfterMs(headers['retry-after']));

@@ -16,15 +16,34 @@ export interface ProbeSettings {
 export type SendProbe = (endpoint: Endpoint, settings: ProbeSettings) => Promise<ProbeResult | undefined>;
 
 /**
- * Active health: every endpoint is probed on its own jittered timer (so a fleet of clients does not
- * probe in step), one probe at a time per endpoint.
+ * A ready endpoint that answered a request successfully within the last interval skips its probe
+ * (passive health is fresh), but at most this many times in a row: `/readyz` is the one early sign
+ * of a shutdown — it fails for the whole `--shutdown-delay-duration` while requests still succeed —
+ * so even a busy endpoint's is read every few intervals (10 s at the default 2 s, the interval of
+ * OpenShift's load-balancer health check).
  */
+const MAX_SKIPS = 4;
+
+/**
+ * Active health: every endpoint is probed on its own jittered timer (so a fleet of clients does not
+ * probe in step), one probe at a time per endpoint. Probes that would only repeat what requests
+ * just showed are skipped (`MAX_SKIPS`): with thousands of clients, probes are most of the requests
+ * an apiserver gets (`npm run fleet`). Ejected, draining, probing and idle endpoints are always probed.
+ */
+/** One endpoint's probing: its timer, the probes skipped in a row, and its one timer callback. */
+interface Slot {
+  readonly endpoint: Endpoint;
+  timer: ClockTimer | undefined;
+  skipped: number;
+  readonly due: () => void;
+}
+
 export class Prober {
   readonly #settings: ProbeSettings;
   readonly #clock: Clock;
   readonly #send: SendProbe;
   readonly #onResult: (endpoint: Endpoint, result: ProbeResult) => void;
-  readonly #timers = new Map<Endpoint, ClockTimer>();
+  readonly #slots = new Map<Endpoint, Slot>();
   readonly #random: () => number;
   #closed = false;
 
@@ -38,30 +57,47 @@ export class Prober {
 
   /** Starts probing an endpoint; the first probe comes within one interval, spread at random. */
   add(endpoint: Endpoint): void {
-    if (this.#closed || this.#timers.has(endpoint)) return;
-    this.#schedule(endpoint, this.#settings.intervalMs * this.#random());
+    if (this.#closed || this.#slots.has(endpoint)) return;
+    const slot: Slot = { endpoint, timer: undefined, skipped: 0, due: () => this.#due(slot) };
+    this.#slots.set(endpoint, slot);
+    this.#schedule(slot, this.#settings.intervalMs * this.#random());
   }
 
   remove(endpoint: Endpoint): void {
-    const timer = this.#timers.get(endpoint);
-    if (timer !== undefined) this.#clock.clearTimeout(timer);
-    this.#timers.delete(endpoint);
+    const slot = this.#slots.get(endpoint);
+    if (slot?.timer !== undefined) this.#clock.clearTimeout(slot.timer);
+    this.#slots.delete(endpoint);
   }
 
   close(): void {
     this.#closed = true;
-    for (const timer of this.#timers.values()) this.#clock.clearTimeout(timer);
-    this.#timers.clear();
+    for (const slot of this.#slots.values()) if (slot.timer !== undefined) this.#clock.clearTimeout(slot.timer);
+    this.#slots.clear();
   }
 
-  #schedule(endpoint: Endpoint, ms: number): void {
-    this.#timers.set(
-      endpoint,
-      this.#clock.setTimeout(() => void this.#probe(endpoint), ms),
-    );
+  #schedule(slot: Slot, ms: number): void {
+    slot.timer = this.#clock.setTimeout(slot.due, ms);
   }
 
-  async #probe(endpoint: Endpoint): Promise<void> {
+  #due(slot: Slot): void {
+    slot.timer = undefined;
+    const endpoint = slot.endpoint;
+    const fresh = endpoint.state === 'ready' && this.#clock.now() - endpoint.lastSuccessAt < this.#settings.intervalMs;
+    if (fresh && slot.skipped < MAX_SKIPS) {
+      slot.skipped++;
+      this.#next(slot);
+      return;
+    }
+    slot.skipped = 0;
+    void this.#probe(slot);
+  }
+
+  #next(slot: Slot): void {
+    this.#schedule(slot, this.#settings.intervalMs * (0.8 + 0.4 * this.#random()));
+  }
+
+  async #probe(slot: Slot): Promise<void> {
+    const endpoint = slot.endpoint;
     let result: ProbeResult | undefined;
     try {
       result = await this.#send(endpoint, this.#settings);
@@ -69,8 +105,8 @@ export class Prober {
       result = 'fail';
     }
     // The endpoint may have been removed, or the balancer closed, while the probe ran.
-    if (this.#closed || !this.#timers.has(endpoint)) return;
+    if (this.#closed || this.#slots.get(endpoint) !== slot) return;
     if (result !== undefined) this.#onResult(endpoint, result);
-    this.#schedule(endpoint, this.#settings.intervalMs * (0.8 + 0.4 * this.#random()));
+    this.#next(slot);
   }
 }

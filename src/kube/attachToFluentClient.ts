@@ -1,27 +1,31 @@
 import type { Balancer } from '../dispatcher/Balancer.ts';
-import { balancerInternals } from '../dispatcher/internals.ts';
 import { notAttached, type KubeAttachment } from './attachToKubeConfig.ts';
 import { createKubeBalancer, type KubeBalancerOptions } from './createKubeBalancer.ts';
 import { fluentClientPeers, type DispatchFunction } from './peers.ts';
+import { isFluentAgent } from './fluentAgent.ts';
 import { unbalanceableReason } from './readKubeConfig.ts';
 
 /** The patched `Agent.prototype.dispatch` of one undici copy, and the balancers it routes to, by origin. */
 interface Patch {
   readonly original: DispatchFunction;
-  readonly balancers: Map<string, Balancer>;
+  readonly balancers: Map<string, { balancer: Balancer; origin: URL }>;
 }
 
 const patches = new WeakMap<object, Patch>();
 
 /**
  * Routes kubernetes-fluent-client's requests to the cluster through a balancer. KFC takes no
- * dispatcher: every call loads the default kubeconfig and sends through a new undici `Agent` of its
- * own undici copy. So the balancer is built from the same kubeconfig (`KUBECONFIG`, `~/.kube/config`
- * or in-cluster, through KFC's own client-node) and from KFC's undici, and `Agent.prototype.dispatch`
- * of that copy — of no other — sends requests for the cluster's origin to the balancer; requests to
- * any other origin, and everything once the balancer is closed or detached, go as before. KFC's
- * retries, watch resyncs and credentials (it sets the `Authorization` header itself) are untouched;
- * `tls-server-name` and `insecure-skip-tls-verify`, which KFC ignores, are honoured.
+ * dispatcher: every call loads the default kubeconfig and sends through a new undici `Agent` that
+ * its own modules build (`getHTTPSAgent`), out of reach of any hook but undici's. So the balancer is
+ * built from the same kubeconfig (`KUBECONFIG`, `~/.kube/config` or in-cluster, through KFC's own
+ * client-node) and from KFC's undici, and `Agent.prototype.dispatch` of that copy — which npm may
+ * share with the application — sends to the balancer only the requests of agents that are KFC's
+ * own for that cluster (`isFluentAgent`): the cluster's origin, KFC's agent options exactly, and
+ * the very CA, client certificate and key the balancer holds. Any other agent (the application's,
+ * the global dispatcher, `fetch` with a dispatcher of its own), and everything once the balancer is
+ * closed or detached, goes as before: never rerouted, never handed the kubeconfig's certificate.
+ * KFC's retries, watch resyncs and credentials (it sets the `Authorization` header itself) are
+ * untouched; `tls-server-name` and `insecure-skip-tls-verify`, which KFC ignores, are honoured.
  *
  * With `proxy-url` in the kubeconfig, or a server that is not `https:`, nothing is patched (see `attachToKubeConfig`).
  */
@@ -35,7 +39,7 @@ export async function attachToFluentClient(options: KubeBalancerOptions = {}): P
   const origin = material.server.origin;
   const proto = undici.Agent.prototype as unknown as { dispatch: DispatchFunction };
   const patch = patches.get(proto) ?? patchDispatch(proto);
-  patch.balancers.set(origin, balancer);
+  patch.balancers.set(origin, { balancer, origin: material.server });
   let detached = false;
   return {
     attached: true,
@@ -44,7 +48,7 @@ export async function attachToFluentClient(options: KubeBalancerOptions = {}): P
     detach: async () => {
       if (!detached) {
         detached = true;
-        if (patch.balancers.get(origin) === balancer) patch.balancers.delete(origin);
+        if (patch.balancers.get(origin)?.balancer === balancer) patch.balancers.delete(origin);
         if (patch.balancers.size === 0 && patches.get(proto) === patch) {
           proto.dispatch = patch.original;
           patches.delete(proto);
@@ -55,12 +59,12 @@ export async function attachToFluentClient(options: KubeBalancerOptions = {}): P
   };
 }
 
-/** Sends `proto.dispatch`'s requests for an origin in the patch's map to that balancer while it is open. */
+/** Sends the requests of KFC's own agents for an origin in the patch's map to that balancer while it is open. */
 function patchDispatch(proto: { dispatch: DispatchFunction }): Patch {
   const patch: Patch = { original: proto.dispatch, balancers: new Map() };
   proto.dispatch = function (opts, handler) {
     const target = patch.balancers.get(originOf(opts.origin));
-    if (target && !balancerInternals(target).closed()) return target.dispatch(opts as never, handler as never);
+    if (target && isFluentAgent(this, target.balancer, target.origin)) return target.balancer.dispatch(opts as never, handler as never);
     return patch.original.call(this, opts, handler);
   };
   patches.set(proto, patch);

@@ -4,6 +4,7 @@ import { BalancingAgent } from '../dispatcher/BalancingAgent.ts';
 import { BalancerError } from '../errors.ts';
 import { createKubeBalancer, type KubeBalancerOptions } from './createKubeBalancer.ts';
 import { tlsOf, unbalanceableReason, type KubeConfigLike } from './readKubeConfig.ts';
+import { currentScope, sameScope, type ApplyMethod } from './scope.ts';
 
 /** What `attachToKubeConfig` did. */
 export interface KubeAttachment {
@@ -26,29 +27,34 @@ type CreateDispatcher = (this: unknown, cluster: unknown, agentOptions: Record<s
 
 interface Hookable {
   applySecurityAuthentication: (this: unknown, context: RequestContextLike) => Promise<void>;
-  applyToHTTPSOptions: (this: unknown, opts: Record<string, unknown>) => Promise<void>;
-  createDispatcher?: CreateDispatcher;
+  applyToHTTPSOptions: ApplyMethod;
 }
 
-const HOOKED = ['applySecurityAuthentication', 'applyToHTTPSOptions', 'createDispatcher'] as const;
+const HOOKED = ['applySecurityAuthentication', 'applyToHTTPSOptions'] as const;
 const attachments = new WeakMap<object, KubeAttachment>();
 /** KubeConfigs whose attachment is being set up (reading credentials may run an exec plugin). */
 const attaching = new WeakSet<object>();
 
 /**
- * Routes every request of a client-node 2.x `KubeConfig` through a balancer (see `fromKubeConfig`
- * for `options`): generated APIs, `KubernetesObjectApi`, `Watch`, informers, `Log`, `Metrics`,
- * `Health` get it as their undici dispatcher (`applySecurityAuthentication`), and the WebSockets of
- * `Exec`, `Attach`, `PortForward` and `Cp` an `https.Agent` that picks an endpoint per connection
- * (`applyToHTTPSOptions`). Pools come from client-node's own undici. As a side effect client-node
- * stops opening a TLS connection per request: each apiserver gets one (HTTP/2) connection.
+ * Routes the requests of a client-node 2.x `KubeConfig` for its current cluster through a balancer
+ * (see `fromKubeConfig` for `options`): generated APIs, `KubernetesObjectApi`, `Watch`, informers,
+ * `Log`, `Metrics`, `Health` get it as their undici dispatcher (`applySecurityAuthentication`), and
+ * the WebSockets of `Exec`, `Attach`, `PortForward` and `Cp` an `https.Agent` that picks an
+ * endpoint per connection (`applyToHTTPSOptions`). Pools come from client-node's own undici. As a
+ * side effect client-node stops opening a TLS connection per request: each apiserver gets one
+ * (HTTP/2) connection.
  *
- * Credentials are still client-node's, asked for per request, so tokens and exec plugins rotate as
- * before; TLS material that changes (an exec plugin's new client certificate) gets new connections.
+ * Only the attached cluster is balanced (`ClusterScope`: the same cluster and user entries, whatever
+ * the context is called). Each request is judged when client-node reads its context: after
+ * `kc.setCurrentContext()` to another cluster, requests are client-node's own, unchanged (its
+ * proxies, its refusal of `http:`); the balancer never sees that cluster's TLS material or
+ * credentials, and switching back balances again. Credentials are still client-node's, asked for
+ * per request, so tokens and exec plugins rotate as before; TLS material that changes (an exec
+ * plugin's new client certificate) gets new connections.
  *
- * A cluster with `proxy-url` is not attached — dialling apiservers directly would bypass the proxy —
- * nor one whose server is not `https:` (`kubectl proxy`'s `http:`: one local endpoint, nothing to balance):
- * the result says why, and a `KubeBalancerWarning` is emitted on `process`.
+ * A current cluster with `proxy-url` is not attached — dialling apiservers directly would bypass the
+ * proxy — nor one whose server is not `https:` (`kubectl proxy`'s `http:`: one local endpoint,
+ * nothing to balance): the result says why, and a `KubeBalancerWarning` is emitted on `process`.
  */
 export async function attachToKubeConfig(kc: KubeConfigLike, options: KubeBalancerOptions = {}): Promise<KubeAttachment> {
   if (attachments.has(kc) || attaching.has(kc)) throw new BalancerError('ERR_KUBECONFIG', 'this KubeConfig is already attached to a balancer; detach it first');
@@ -75,10 +81,8 @@ async function attach(kc: KubeConfigLike, options: KubeBalancerOptions): Promise
   const original = {
     applySecurityAuthentication: target.applySecurityAuthentication,
     applyToHTTPSOptions: target.applyToHTTPSOptions,
-    createDispatcher: target.createDispatcher,
   };
-  const applyToHTTPSOptions = (opts: Record<string, unknown>): Promise<void> => original.applyToHTTPSOptions.call(kc, opts);
-  const { balancer } = await createKubeBalancer(kc, options, applyToHTTPSOptions);
+  const { balancer, scope } = await createKubeBalancer(kc, options, original.applyToHTTPSOptions);
   const internals = balancerInternals(balancer);
   const agent = new BalancingAgent(balancer);
 
@@ -96,22 +100,30 @@ async function attach(kc: KubeConfigLike, options: KubeBalancerOptions): Promise
     restore();
     return false;
   };
+  // Judged in the same tick as client-node reads the context's entries (the synchronous start of
+  // the original methods), so the material it reads is the attached cluster's whenever this holds.
+  const balanced = (self: unknown): boolean => live() && sameScope(currentScope(self as KubeConfigLike), scope);
 
-  // The client's own reading of its TLS material, per request: new material gets new connections.
-  target.createDispatcher = function (cluster, agentOptions) {
-    if (!live()) return original.createDispatcher?.call(kc, cluster, agentOptions);
-    internals.replaceTls(tlsOf(agentOptions));
-    return balancer;
-  };
+  // client-node's own request, with `this.createDispatcher` answered by the balancer: its credentials
+  // and headers are set as ever, and its reading of the TLS material (per request: new material gets
+  // new connections) replaces the pools'. Other clusters go through `kc` itself, untouched.
+  const withBalancer = (self: object): object =>
+    Object.create(self, {
+      createDispatcher: {
+        value: ((_cluster, agentOptions) => {
+          internals.replaceTls(tlsOf(agentOptions));
+          return balancer;
+        }) satisfies CreateDispatcher,
+      },
+    }) as object;
   target.applySecurityAuthentication = async function (context) {
-    if (!live()) return original.applySecurityAuthentication.call(kc, context);
-    // client-node's own credentials and headers; only its dispatcher is replaced.
-    await original.applySecurityAuthentication.call(kc, context);
+    if (!balanced(this)) return original.applySecurityAuthentication.call(this, context);
+    await original.applySecurityAuthentication.call(withBalancer(this as object), context);
     context.setDispatcher(balancer);
   };
   target.applyToHTTPSOptions = async function (opts) {
-    if (!live()) return applyToHTTPSOptions(opts);
-    await applyToHTTPSOptions(opts);
+    if (!balanced(this)) return original.applyToHTTPSOptions.call(this, opts);
+    await original.applyToHTTPSOptions.call(this, opts);
     internals.replaceTls(tlsOf(opts));
     opts.agent = agent;
   };

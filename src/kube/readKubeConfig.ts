@@ -1,12 +1,32 @@
 import { BalancerError } from '../errors.ts';
 import type { Pem, TlsOptions } from '../net/tls.ts';
 
+/** The cluster and user entries as client-node keeps them (1.x and 2.x alike). */
+export interface ClusterEntry {
+  name: string;
+  server: string;
+  proxyUrl?: string | undefined;
+  skipTLSVerify?: boolean;
+  caFile?: string | undefined;
+  caData?: string | undefined;
+  tlsServerName?: string | undefined;
+}
+export interface UserEntry {
+  name: string;
+  certFile?: string | undefined;
+  certData?: string | undefined;
+  keyFile?: string | undefined;
+  keyData?: string | undefined;
+}
+
 /**
  * The parts of a `@kubernetes/client-node` `KubeConfig` this package uses (2.x, and the 1.x that
  * kubernetes-fluent-client brings), so that neither package is needed to compile against it.
  */
 export interface KubeConfigLike {
-  getCurrentCluster(): { name: string; server: string; proxyUrl?: string | undefined; skipTLSVerify?: boolean } | null;
+  getCurrentCluster(): ClusterEntry | null;
+  getCurrentUser(): UserEntry | null;
+  getCurrentContext(): string;
   applyToHTTPSOptions(opts: object): Promise<void>;
   applySecurityAuthentication(context: never): Promise<void>;
 }

@@ -22,6 +22,14 @@ export interface TlsOptions {
   servername?: string;
   /** `false` turns certificate verification off. Only for a kubeconfig that says so. Default `true`. */
   rejectUnauthorized?: boolean;
+  /**
+   * With `rejectUnauthorized: false`, whether endpoints that DNS or EndpointSlices list may be used:
+   * nothing then checks who answers there, and every request (and its credentials) goes to
+   * whatever address the discovery names. Without it such a balancer is an option error. A static
+   * target (`static:///…`, an array of endpoints) is addresses you typed, and needs no opt-in.
+   * Default `false`.
+   */
+  allowUnverifiedDiscovered?: boolean;
 }
 
 /** TLS options after validation. */

@@ -204,8 +204,7 @@ export interface BalancerOptions {
    * `percentile` (default 99) of recent times to first byte, within `minDelayMs` (default 50) and
    * `maxDelayMs` (default 250), while its endpoint has answered nothing since it was sent, is sent
    * to a second endpoint too; the first response wins. Hedges are earned (2 per 100 answered
-   * GETs) and spend the retry budget. Default `false` (off) while its end-to-end behaviour under a
-   * black hole is still being measured; `{}` turns it on with the defaults.
+   * GETs) and spend the retry budget. On by default (`{}` is the defaults); `false` turns it off.
    */
   hedge?: { minDelayMs?: number; maxDelayMs?: number; percentile?: number } | false;
 }
@@ -244,8 +243,6 @@ export const defaultOptions = {
   dns: dnsCacheDefaults,
   rebalanceWatches: { maxPerSecond: 1, graceMs: 60_000 },
   maxEndpoints: 100,
-  hedge: false,
+  hedge: { minDelayMs: 50, maxDelayMs: 250, percentile: 99 },
+  tls: { allowUnverifiedDiscovered: false },
 } as const;
-
-/** What `hedge: {}` means. */
-export const hedgeDefaults = { minDelayMs: 50, maxDelayMs: 250, percentile: 99 } as const;

@@ -13,7 +13,7 @@ const top = {
   clock: true, policy: true, slowStartMs: true, panicThreshold: true, logger: true, rebalanceWatches: true, maxEndpoints: true,
   maxHeldResponse: true, hedge: true,
 } satisfies Keys<BalancerOptions>;
-const tls = { ca: true, cert: true, key: true, servername: true, rejectUnauthorized: true } satisfies Keys<TlsOptions>;
+const tls = { ca: true, cert: true, key: true, servername: true, rejectUnauthorized: true, allowUnverifiedDiscovered: true } satisfies Keys<TlsOptions>;
 const dns = { servers: true, timeout: true, attempts: true, minTtl: true, maxTtl: true, maxStale: true } satisfies Keys<DnsOptions>;
 const probe = { path: true, intervalMs: true, timeoutMs: true, headers: true } satisfies Keys<ProbeOptions>;
 const bootstrap = { server: true, headers: true, lastResort: true } satisfies Keys<BootstrapOptions>;

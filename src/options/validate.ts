@@ -8,8 +8,9 @@ import { isHostName, isIpLiteral } from '../net/hostnames.ts';
 import type { Pem, ResolvedTls, TlsOptions } from '../net/tls.ts';
 import { isLogger, type Logger } from '../observability/logger.ts';
 import type { ResolvedBootstrap, ResolverContext, Target } from '../resolver/parseTarget.ts';
+import { discoveringTarget } from '../resolver/discoveringTarget.ts';
 import { knownKeys, rejectUnknownKeys } from './knownKeys.ts';
-import { defaultOptions, hedgeDefaults, type BalancerOptions, type BootstrapOptions, type DnsOptions, type ProbeOptions, type UndiciModule } from './BalancerOptions.ts';
+import { defaultOptions, type BalancerOptions, type BootstrapOptions, type DnsOptions, type ProbeOptions, type UndiciModule } from './BalancerOptions.ts';
 
 /**
  * Options after validation, with defaults applied: plain data. The balancer builds what they
@@ -55,6 +56,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
   const clock = validateClock(options.clock);
   const dns = validateDns(options.dns);
   const tls = validateTls(options.tls ?? {});
+  refuseUnverifiedDiscovery(options.target, tls);
   const undici = validateUndici(options.undici);
   const bootstrap = validateBootstrap(options.bootstrap);
   const origin = validateOrigin(options, bootstrap);
@@ -90,6 +92,22 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
 }
 
 /**
+ * Without verification, an endpoint that DNS or an EndpointSlice names gets every request and its
+ * credentials, whoever answers there: that takes the user's explicit word, at construction (a
+ * balancer that silently served only its last resort would hide the choice instead).
+ */
+function refuseUnverifiedDiscovery(target: Target, tls: ResolvedTls): void {
+  if (tls.rejectUnauthorized || tls.allowUnverifiedDiscovered === true) return;
+  const discovering = discoveringTarget(target);
+  if (discovering === undefined) return;
+  throw invalidOption(
+    'tls.allowUnverifiedDiscovered',
+    tls.allowUnverifiedDiscovered,
+    `must be true to use ${discovering} with tls.rejectUnauthorized: false (or insecure-skip-tls-verify): nothing would verify the endpoints it discovers, yet they would get every request and its credentials; list the endpoints with static:/// instead, or opt in`,
+  );
+}
+
+/**
  * The balanced origin must be known up front: guessed from the first request, one request to another
  * site made it the probe origin and judged the endpoints by a name they were never verified for.
  */
@@ -116,10 +134,11 @@ function validateRebalance(rebalance: BalancerOptions['rebalanceWatches']): Reso
 }
 
 function validateHedge(hedge: BalancerOptions['hedge']): ResolvedOptions['hedge'] {
-  if (hedge === false || hedge === undefined) return false;
+  if (hedge === false) return false;
+  if (hedge === undefined) return { ...defaultOptions.hedge };
   if (typeof hedge !== 'object' || hedge === null) throw invalidOption('hedge', hedge, 'must be { minDelayMs, maxDelayMs, percentile } or false');
   rejectUnknownKeys('hedge', hedge, knownKeys['hedge']!);
-  const d = hedgeDefaults;
+  const d = defaultOptions.hedge;
   const minDelayMs = positiveMs('hedge.minDelayMs', hedge.minDelayMs ?? d.minDelayMs);
   const maxDelayMs = positiveMs('hedge.maxDelayMs', hedge.maxDelayMs ?? Math.max(d.maxDelayMs, minDelayMs));
   if (maxDelayMs < minDelayMs) throw invalidOption('hedge.maxDelayMs', maxDelayMs, 'must be at least hedge.minDelayMs');
@@ -260,6 +279,9 @@ export function validateTls(tls: TlsOptions): ResolvedTls {
   }
   if (tls.rejectUnauthorized !== undefined && typeof tls.rejectUnauthorized !== 'boolean') {
     throw invalidOption('tls.rejectUnauthorized', tls.rejectUnauthorized, 'must be a boolean');
+  }
+  if (tls.allowUnverifiedDiscovered !== undefined && typeof tls.allowUnverifiedDiscovered !== 'boolean') {
+    throw invalidOption('tls.allowUnverifiedDiscovered', tls.allowUnverifiedDiscovered, 'must be a boolean');
   }
   return { ...tls, rejectUnauthorized: tls.rejectUnauthorized !== false };
 }

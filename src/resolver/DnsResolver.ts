@@ -28,6 +28,8 @@ export interface DnsResolverOptions {
   maxStale: number;
   /** The target, for messages. */
   target: string;
+  /** Draws the delay of a `refresh()` (default `Math.random`). */
+  random?: () => number;
 }
 
 /** The least time between a round and one that `refresh()` asks for. */
@@ -61,6 +63,8 @@ export class DnsResolver implements Resolver {
   #round: Promise<void> | undefined;
   #lastRoundAt = -Infinity;
   #force = false;
+  /** When the forced round asked for is due (clock ms). */
+  #forceAt = Infinity;
   #waiters: Array<() => void> = [];
   #closed = false;
 
@@ -77,17 +81,35 @@ export class DnsResolver implements Resolver {
   }
 
   /**
-   * Re-resolves now, bypassing fresh cache entries, or one second after the previous round if that
-   * was less than a second ago. The balancer calls it after connection failures.
+   * Re-resolves, bypassing fresh cache entries, after a random delay of up to `dns.minTtl` (or at
+   * the next round the TTLs ask for, if that comes sooner), and never within a second of the
+   * previous round. The balancer calls it after connection failures.
+   *
+   * The delay is for the fleet: when an apiserver crashes, every client's connections to it fail
+   * in the same second, and without it every client asked DNS in that second — one query per
+   * client, 4.6 × the steady rate, echoed every TTL after (`npm run fleet -- --scenario crash`).
+   * Spread over `dns.minTtl` (5 s, the TTL of cluster names), those queries come no faster than
+   * the fleet's steady rate, and a round the TTLs ask for inside the window carries them at no
+   * cost. Nothing waits for the answer: health has already ejected the failing endpoint, and DNS
+   * itself publishes a change only seconds later (readiness probe, EndpointSlice, CoreDNS).
    */
   refresh(): void {
-    void this.resolveNow();
+    if (this.#closed || !this.#listener) return;
+    const { clock, cache, random = Math.random } = this.#options;
+    if (!this.#force) this.#forceAt = clock.now() + random() * cache.minTtl;
+    this.#force = true;
+    if (!this.#round) this.#schedule(Math.max(this.#lastRoundAt + MIN_ROUND_INTERVAL, this.#forceAt));
   }
 
-  /** `refresh()`, resolving when that round is over; never rejects. */
+  /**
+   * Re-resolves now, bypassing fresh cache entries, or one second after the previous round if that
+   * was less than a second ago; resolves when that round is over, never rejects. For callers that
+   * wait for the answer (tools, tests); the balancer's failures use `refresh()`.
+   */
   resolveNow(): Promise<void> {
     if (this.#closed || !this.#listener) return Promise.resolve();
     this.#force = true;
+    this.#forceAt = this.#options.clock.now();
     const done = new Promise<void>((resolve) => this.#waiters.push(resolve));
     if (!this.#round) this.#schedule(this.#lastRoundAt + MIN_ROUND_INTERVAL);
     return done;
@@ -131,6 +153,7 @@ export class DnsResolver implements Resolver {
     this.#timerAt = Infinity;
     const force = this.#force;
     this.#force = false;
+    this.#forceAt = Infinity;
     const waiters = this.#waiters.splice(0);
     this.#lastRoundAt = clock.now();
     let next = this.#lastRoundAt + MIN_ROUND_INTERVAL;
@@ -150,8 +173,9 @@ export class DnsResolver implements Resolver {
     await this.#round;
     this.#round = undefined;
     for (const resolve of waiters) resolve();
-    // A refresh() that came during the round gets its own round, one interval after this one.
-    this.#schedule(this.#force ? this.#lastRoundAt + MIN_ROUND_INTERVAL : next);
+    // A refresh that came during the round gets its own round, at least one interval after this
+    // one, sooner if the TTLs ask for one before it is due.
+    this.#schedule(this.#force ? Math.max(this.#lastRoundAt + MIN_ROUND_INTERVAL, Math.min(this.#forceAt, next)) : next);
   }
 
   #apply(result: DnsLookupResult): void {

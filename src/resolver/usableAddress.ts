@@ -21,8 +21,24 @@ const UNUSABLE: Array<[reason: string, ranges: BlockList]> = [
   ['reserved', ranges([['240.0.0.0', 4, 'ipv4'], ['100::', 64, 'ipv6']])],
 ];
 
+/**
+ * Verdicts by address: every resolver round checks every address it lists, and a BlockList check
+ * builds a SocketAddress each time (12 % of a fleet simulation's CPU, `npm run fleet`). Bounded:
+ * cleared when full, so a resolver listing ever new addresses cannot grow it.
+ */
+const verdicts = new Map<string, string | undefined>();
+const MAX_VERDICTS = 4_096;
+
 /** Why `address` is never dialled when discovery lists it, or `undefined` when it may be. */
 export function unusableAddress(address: string): string | undefined {
+  if (verdicts.has(address)) return verdicts.get(address);
+  if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
+  const verdict = check(address);
+  verdicts.set(address, verdict);
+  return verdict;
+}
+
+function check(address: string): string | undefined {
   const family = isIP(address.split('%')[0] ?? '');
   if (family === 0) return 'not an IP address';
   for (const [reason, block] of UNUSABLE) if (block.check(address, family === 4 ? 'ipv4' : 'ipv6')) return reason;

@@ -74,6 +74,10 @@ function setUp() {
     return result;
   };
   const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const answered = async <T>(result: T): Promise<T> => {
+    await flush();
+    return result;
+  };
   /** Advances the clock in 10 ms steps, letting answers through between them. */
   const run = async (ms: number) => {
     for (let t = 0; t < ms; t += 10) {
@@ -81,7 +85,7 @@ function setUp() {
       await flush();
     }
   };
-  return { clock, endpoints, silent, ejected, sent, hedging, host, request, flush, run };
+  return { clock, endpoints, silent, ejected, sent, hedging, host, request, flush, answered, run };
 }
 
 test('a black-holed endpoint costs no GET more than the hedge bound: each is hedged to another endpoint, and the silent one is reported', async (t) => {
@@ -109,7 +113,7 @@ test('a black-holed endpoint costs no GET more than the hedge bound: each is hed
   t.true(ejected.has(endpoints[0]!), 'the silent endpoint is reported after hedges keep winning against it');
 });
 
-test('writes, watches and long-running requests are never hedged; hedges stop when none are earned or the retry budget is spent', async (t) => {
+test('writes, watches and long-running requests are never hedged; hedges stop when the retry budget is spent', async (t) => {
   const { endpoints, silent, sent, hedging, host, request, flush, run } = setUp();
   for (let i = 0; i < 300; i++) {
     request();
@@ -127,27 +131,121 @@ test('writes, watches and long-running requests are never hedged; hedges stop wh
   t.is(hedging.hedges, 0);
   t.true([post, watch, log].every((r) => r.done === undefined));
 
-  // Only the hedges earned (2 per 100 answered requests: 6 here) are spent, and each within the retry budget.
-  const gets = Array.from({ length: 20 }, () => request());
+  // Every endpoint is silent, so each hedge keeps its unit of the retry budget: they stop at the
+  // budget (20 % of the 103 requests in flight + 3, plus 20 % of the 300 successes: 83), below the 100 earned.
+  const gets = Array.from({ length: 100 }, () => request());
   await run(1000);
-  t.is(hedging.hedges, 6, 'no more hedges than earned');
-  t.true(host.budget.retries <= 6, 'each hedge holds a unit of the retry budget');
+  t.is(hedging.hedges, 83, 'no more hedges than the retry budget allows');
+  t.is(host.budget.retries, 83, 'each hedge holds a unit of the retry budget');
+  t.true(host.budget.refused > 0);
   t.true(gets.every((r) => r.done === undefined));
 });
 
-test('with no hedge earned yet, a request waits on its endpoint as before', async (t) => {
-  const { endpoints, silent, hedging, request, run } = setUp();
-  silent.add(endpoints[0]!);
-  const r = request();
-  await run(1000);
-  t.is(hedging.hedges, 0);
-  t.is(r.done, undefined);
+test('earned hedges: 100 up front, 2 per 100 answers, never more than 100 saved; moving requests off an ejected endpoint costs none', (t) => {
+  const clock = new FakeClock();
+  const hedging = new Hedging(SETTINGS, clock, () => {});
+  const stuck = endpoint(1);
+  const other = endpoint(2);
+  const sentAt = clock.now();
+  clock.advance(SETTINGS.maxDelayMs);
+  let spent = 0;
+  while (hedging.mayHedge(stuck, sentAt) === true && spent < 1000) {
+    hedging.sent(stuck);
+    spent++;
+  }
+  t.is(spent, 100, 'the burst a start begins with');
+  for (let i = 0; i < 49; i++) hedging.answered(other, 1);
+  t.false(hedging.mayHedge(stuck, sentAt));
+  hedging.answered(other, 1);
+  t.true(hedging.mayHedge(stuck, sentAt), '50 answers earn one');
+  hedging.sent(stuck);
+  t.false(hedging.mayHedge(stuck, sentAt));
+  stuck.state = 'ejected';
+  t.true(hedging.mayHedge(stuck, sentAt));
+  hedging.sent(stuck);
+  t.true(hedging.mayHedge(stuck, sentAt), 'free while its endpoint is out');
+  stuck.state = 'ready';
+  for (let i = 0; i < 100_000; i++) hedging.answered(other, 1);
+  spent = 0;
+  while (hedging.mayHedge(stuck, sentAt) === true && spent < 1000) {
+    hedging.sent(stuck);
+    spent++;
+  }
+  t.is(spent, 100, 'at most 100 saved up, however many answers');
 });
 
-test('hedge options: off by default, {} for the defaults, bounds validated', async (t) => {
+test('a GET sent before its endpoint last answered is hedged once that endpoint has been silent for the delay, not put off for ever; one sweep timer serves all', async (t) => {
+  const { clock, endpoints, silent, hedging, host, request, flush, answered, run } = setUp();
+  const [hole, ...others] = endpoints as [Endpoint, Endpoint, Endpoint];
+  const pick = host.pick.bind(host);
+  let first = hole;
+  // First attempts go to `first`; hedges wherever the host's picker says.
+  host.pick = (longRunning, probationOk, exclude) => (exclude ? pick(longRunning, probationOk, exclude) : first);
+  silent.add(hole);
+  const caught = Array.from({ length: 5 }, () => request());
+  clock.advance(30);
+  // The hole answers one more request after those were sent, then nothing.
+  silent.delete(hole);
+  const last = request();
+  await flush();
+  t.is(last.status, 200);
+  const lastAnswer = clock.now();
+  silent.add(hole);
+  for (let i = 0; i < 30; i++) {
+    // Other traffic, answered by the others, on and on.
+    first = others[i % 2]!;
+    t.is((await answered(request())).status, 200);
+    await run(10);
+    t.true(clock.pending <= 3, `timers pending: ${clock.pending}`);
+  }
+  await run(300);
+  t.true(caught.every((r) => r.status === 200), 'every GET caught there was hedged and answered');
+  const latest = Math.max(...caught.map((r) => r.done!));
+  t.true(latest - lastAnswer <= hedging.delayMs + hedging.delayMs / 8 + 20, `hedged ${latest - lastAnswer} ms after the last answer from there`);
+});
+
+test('a sweep that runs late (our own stall) waits for the answers that came meanwhile before it hedges', (t) => {
+  // A clock whose time jumps without running timers, as a blocked event loop's does.
+  let now = 0;
+  const timers = new Map<object, { at: number; run: () => void }>();
+  const clock = {
+    now: () => now,
+    setTimeout: (run: () => void, ms: number) => {
+      const handle = {};
+      timers.set(handle, { at: now + ms, run });
+      return handle;
+    },
+    clearTimeout: (handle: object) => void timers.delete(handle),
+  };
+  const fire = (): void => {
+    for (const [handle, timer] of [...timers]) {
+      if (timer.at > now) continue;
+      timers.delete(handle);
+      timer.run();
+    }
+  };
+  const hedging = new Hedging(SETTINGS, clock, () => {});
+  const hedged: string[] = [];
+  const answeredMeanwhile = { hedge: () => void hedged.push('answered meanwhile') };
+  const unanswered = { hedge: () => void hedged.push('unanswered') };
+  hedging.wait(answeredMeanwhile, 0);
+  hedging.wait(unanswered, 0);
+  now = 2000; // stalled for 2 s
+  fire();
+  t.deepEqual(hedged, [], 'nothing hedged by the late sweep');
+  hedging.cancel(answeredMeanwhile); // its response was read right after
+  now += 1;
+  fire();
+  t.deepEqual(hedged, ['unanswered'], 'the next sweep hedges what is still waiting');
+  hedging.close();
+  t.is(timers.size, 0);
+});
+
+test('hedge options: on by default, {} for the defaults, false for off, bounds validated', async (t) => {
   const { resolveOptions } = await import('../../src/options/validate.ts');
-  t.is(resolveOptions({ origin: 'https://kubernetes.default.svc', target: 'static:///127.0.0.2:6443' }).hedge, false);
+  t.deepEqual(resolveOptions({ origin: 'https://kubernetes.default.svc', target: 'static:///127.0.0.2:6443' }).hedge, SETTINGS);
   t.deepEqual(resolveOptions({ origin: 'https://kubernetes.default.svc', target: 'static:///127.0.0.2:6443', hedge: {} }).hedge, SETTINGS);
+  t.is(resolveOptions({ origin: 'https://kubernetes.default.svc', target: 'static:///127.0.0.2:6443', hedge: false }).hedge, false);
   t.throws(() => resolveOptions({ origin: 'https://kubernetes.default.svc', target: 'static:///127.0.0.2:6443', hedge: { minDelayMs: 100, maxDelayMs: 50 } }), { message: /hedge\.maxDelayMs/ });
   t.throws(() => resolveOptions({ origin: 'https://kubernetes.default.svc', target: 'static:///127.0.0.2:6443', hedge: { percentile: 100 } }), { message: /hedge\.percentile/ });
 });

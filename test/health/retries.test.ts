@@ -1,3 +1,4 @@
+// Hedging is off: these tests count attempts exactly, and a hedge on a busy machine would add one.
 import type { ServerResponse } from 'node:http';
 import test from 'ava';
 import * as undici from 'undici';
@@ -14,7 +15,7 @@ import { addressOf, pushResolver } from '../helpers/pushResolver.ts';
 test('a request timeout moves a GET to another endpoint; a POST surfaces the timeout', async (t) => {
   const servers = await startServers(['127.0.0.2', '127.0.0.3']);
   servers[0]!.latencyMs = 5000;
-  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, requestTimeout: 1000 });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false, requestTimeout: 1000 });
   try {
     const results = await load(6, 2, async () => {
       const res = await undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer });
@@ -23,7 +24,7 @@ test('a request timeout moves a GET to another endpoint; a POST surfaces the tim
     });
     t.true(results.every((r) => r.value === 200));
     t.is(servers[1]!.requests.length, 6, 'every GET was answered by the healthy endpoint');
-    const only = createBalancer({ origin: ORIGIN, target: staticTarget([servers[0]!]), tls: { ca: certs.ca }, probe: false, requestTimeout: 1000 });
+    const only = createBalancer({ origin: ORIGIN, target: staticTarget([servers[0]!]), tls: { ca: certs.ca }, probe: false, hedge: false, requestTimeout: 1000 });
     const error = await t.throwsAsync(undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps`, { dispatcher: only, method: 'POST', body: '{}' }));
     t.is((error as Error & { code?: string }).code, 'UND_ERR_HEADERS_TIMEOUT');
     await only.destroy();
@@ -36,7 +37,7 @@ test('a request timeout moves a GET to another endpoint; a POST surfaces the tim
 test('a caller abort is never retried and says nothing about the endpoint', async (t) => {
   const servers = await startServers(['127.0.0.2', '127.0.0.3']);
   for (const s of servers) s.latencyMs = 60_000;
-  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false });
   const received = (): number => servers[0]!.requests.length + servers[1]!.requests.length;
   try {
     for (const send of [
@@ -73,7 +74,7 @@ test('an abort while a rejected response is held back for a retry ends the reque
     r.write('{"kind":"Status",', () => setTimeout(() => controller.abort(), 50));
   };
   const servers = await startServers(['127.0.0.2', '127.0.0.3'], { handler: endless429 });
-  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false });
   try {
     const error = await t.throwsAsync(undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer, signal: controller.signal }));
     t.is(error?.name, 'AbortError');
@@ -88,7 +89,7 @@ test('an abort while a rejected response is held back for a retry ends the reque
 test('recovery: probation request, then slow start, then an even share again (fake clock)', async (t) => {
   const clock = new FakeClock();
   const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4']);
-  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, clock });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false, clock });
   const events: string[] = [];
   let ejectionMs = 0;
   balancer.on('eject', (e, reason, ms) => {
@@ -138,7 +139,7 @@ test('a one-shot body larger than maxBufferedBody still goes through, but is not
   const throttling = await TestServer.start({ host: '127.0.0.2', handler: echoSize(429, { 'retry-after': '1', 'x-kubernetes-pf-flowschema-uid': 'x' }) });
   const healthy = await TestServer.start({ host: '127.0.0.3', handler: echoSize(200) });
   const clock = new FakeClock();
-  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget([throttling, healthy]), tls: { ca: certs.ca }, probe: false, maxBufferedBody: 1024, clock });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget([throttling, healthy]), tls: { ca: certs.ca }, probe: false, hedge: false, maxBufferedBody: 1024, clock });
   const post = async (body: string): Promise<number> => {
     const res = await undici.fetch(`${ORIGIN}/api/v1/namespaces/default/configmaps`, { dispatcher: balancer, method: 'POST', body });
     t.deepEqual(await res.json(), { size: body.length });
@@ -163,7 +164,7 @@ test('ERR_ALL_ENDPOINTS_FAILED carries the cause of each endpoint', async (t) =>
   const good = await TestServer.start({ host: '127.0.0.2' });
   await good.crash();
   const foreign = await TestServer.start({ host: '127.0.0.3', tls: certs.foreign });
-  const balancer = createBalancer({ origin: ORIGIN, target: `static:///127.0.0.2:${good.port},127.0.0.3:${foreign.port}`, tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: `static:///127.0.0.2:${good.port},127.0.0.3:${foreign.port}`, tls: { ca: certs.ca }, probe: false, hedge: false });
   try {
     const error = await t.throwsAsync(undici.request(`${ORIGIN}/api`, { dispatcher: balancer }), { instanceOf: BalancerError });
     t.is(error?.code, 'ERR_ALL_ENDPOINTS_FAILED');
@@ -193,7 +194,7 @@ test('a retry reserved on an endpoint the resolver removes meanwhile goes to ano
   const servers = await startServers(['127.0.0.2', '127.0.0.3', '127.0.0.4'], { handler });
   const [a, b, c] = servers as [TestServer, TestServer, TestServer];
   const resolver = pushResolver([a, b].map(addressOf));
-  const balancer = createBalancer({ origin: ORIGIN, target: resolver, tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: resolver, tls: { ca: certs.ca }, probe: false, hedge: false });
   try {
     const pending = undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer });
     const throttling = await arrived;

@@ -469,3 +469,47 @@ test('dns: a name whose only addresses are unusable is no endpoint set', async (
     },
   );
 });
+
+test('refresh() after a failure is spread over dns.minTtl: a fleet that fails at once does not ask DNS in the same second', async (t) => {
+  const server = await DnsTestServer.start();
+  srv(server, 'node1.api.test', 6443, 0, 10, 5);
+  server.add({ name: 'node1.api.test', type: 'A', ttl: 5, data: '127.0.0.11' });
+  const clock = new FakeClock(0);
+  let seed = 11;
+  const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  /** Queries sent per second of the fake clock. */
+  const perSecond = new Array<number>(60).fill(0);
+  const client = dnsClient([server], { attempts: 1, timeout: 1000 }, clock);
+  const counting = { query: (...args: Parameters<typeof client.query>) => (perSecond[Math.floor(clock.now() / 1000)]!++, client.query(...args)) };
+  const clients = 100;
+  const resolvers: DnsResolver[] = [];
+  const step = async (ms: number): Promise<void> => {
+    clock.advance(ms);
+    await Promise.all(resolvers.map(async (r) => r.settled()));
+  };
+  try {
+    // Clients started at different times, as a fleet's do: their TTL refreshes are out of step.
+    for (let i = 0; i < clients; i++) {
+      const cache = new DnsCache(counting, clock, dnsCacheDefaults, random);
+      const resolver = new DnsResolver(srvLookup(`${SRV}.`), { clock, cache, maxStale: dnsCacheDefaults.maxStale, target: SRV, random });
+      resolvers.push(resolver);
+      resolver.start({ endpoints: () => {}, error: () => {} });
+      await step(50);
+    }
+    while (clock.now() < 30_000) await step(100);
+    const before = perSecond.slice(10, 30).reduce((a, b) => a + b, 0);
+    // An apiserver crashed: every client's connections to it fail in the same second.
+    for (const resolver of resolvers) resolver.refresh();
+    while (clock.now() < 60_000) await step(100);
+    const mean = perSecond.slice(10).reduce((a, b) => a + b, 0) / 50;
+    const peak = Math.max(...perSecond.slice(30));
+    t.true(peak <= 3 * mean, `busiest second ${peak} queries, mean ${mean}: ${perSecond.slice(28, 45).join(' ')}`);
+    // Each client asked once more for the failure at most (its round inside the TTL window may carry it).
+    const after = perSecond.slice(30, 60).reduce((a, b) => a + b, 0);
+    t.true(after <= (before * 30) / 20 + clients, `${after} queries in the 30 s after, ${before} in the 20 s before`);
+    t.true(perSecond.slice(30, 36).reduce((a, b) => a + b, 0) >= clients, 'every client asked again within dns.minTtl');
+  } finally {
+    await Promise.all(resolvers.map(async (r) => r.close()));
+    await server.close();
+  }
+});

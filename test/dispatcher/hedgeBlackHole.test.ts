@@ -1,0 +1,77 @@
+// Hedged GETs end to end: three simulated apiservers over real TLS HTTP/2, one of which becomes a
+// black hole mid-load (connections stay open, nothing is read or answered, not even HTTP/2 PINGs).
+// Probes and PINGs are off, so only hedges can rescue a GET caught there, or tell the black hole:
+// without them those GETs would wait for their 20-s request timeout.
+import diagnostics_channel from 'node:diagnostics_channel';
+import test from 'ava';
+import * as undici from 'undici';
+import { ApiserverCluster, RESOURCES } from '../../fixtures/apiserver/index.ts';
+import { certs } from '../../fixtures/certs/index.ts';
+import type { PickMessage, RetryMessage } from '../../src/observability/channels.ts';
+import { createBalancer } from '../../src/index.ts';
+import { load } from '../helpers/load.ts';
+
+const WARM_UP = 400;
+const ACROSS = 200;
+const REQUEST_TIMEOUT = 20_000;
+
+test('a black hole costs no GET its ejection: every GET caught there is hedged elsewhere and succeeds, the hole is ejected by hedges alone, nothing is left hanging on it', async (t) => {
+  const cluster = await ApiserverCluster.start();
+  for (let i = 0; i < WARM_UP + ACROSS; i++) cluster.store.create(RESOURCES.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, namespace: 'default' } });
+  const origin = `https://kubernetes.default.svc:${cluster.port}`;
+  const balancer = createBalancer({ origin, target: cluster.target, tls: { ca: certs.ca }, probe: false, pingInterval: 0, requestTimeout: REQUEST_TIMEOUT, hedge: {} });
+  const hole = cluster.instances[0]!;
+  // Where each GET (one ConfigMap each, so its path names it) went first, and which were hedged.
+  const firstTo = new Map<string, string>();
+  const hedged = new Map<string, string>();
+  const onPick = (message: unknown): void => {
+    const m = message as PickMessage;
+    if (m.balancer === balancer && m.attempt === 1) firstTo.set(m.request.path, m.endpoint.key);
+  };
+  const onRetry = (message: unknown): void => {
+    const m = message as RetryMessage;
+    if (m.balancer === balancer && m.reason === 'hedge') hedged.set(m.request.path, m.from.key);
+  };
+  diagnostics_channel.subscribe('kube-balancer:pick', onPick);
+  diagnostics_channel.subscribe('kube-balancer:retry', onRetry);
+  const ejected: string[] = [];
+  balancer.on('eject', (e, reason) => ejected.push(`${e.key} ${reason}`));
+  const get = async (i: number): Promise<number> => {
+    const started = performance.now();
+    const res = await undici.request(`${origin}/api/v1/namespaces/default/configmaps/cm-${i}`, { dispatcher: balancer, headers: cluster.authHeaders });
+    await res.body.dump();
+    if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+    return performance.now() - started;
+  };
+  try {
+    // One load throughout: the hole opens under it, with GETs in flight there (some sent before the
+    // last answer from there, which a hedge must not wait on forever).
+    let steady = balancer.stats().totals;
+    const all = await load(WARM_UP + ACROSS, 12, (i) => {
+      if (i === WARM_UP) {
+        steady = balancer.stats().totals;
+        hole.setModes({ blackHole: true });
+      }
+      return get(i);
+    });
+    const results = all.slice(WARM_UP);
+    const caught = [...firstTo].filter(([path, key]) => key === hole.authority && Number(/cm-(\d+)$/.exec(path)![1]) >= WARM_UP).map(([path]) => path);
+    const ms = results.map((r) => r.value ?? Infinity);
+    const totals = balancer.stats().totals;
+    t.log(`steady state: ${steady.retries.hedge} hedges / ${steady.requests} requests; across the black hole: ${caught.length} GETs caught there, ${totals.retries.hedge - steady.retries.hedge} hedges, slowest ${Math.round(Math.max(...ms))} ms; ejections: ${ejected.join(', ')}`);
+    t.deepEqual(results.filter((r) => r.error).map((r) => r.error!.message), [], 'every GET succeeded');
+    t.true(caught.length > 0, 'the black hole caught GETs');
+    t.deepEqual(caught.filter((path) => hedged.get(path) !== hole.authority), [], 'each GET caught there was hedged');
+    t.true(ejected.includes(`${hole.authority} unreachable`), 'hedges that kept winning ejected it (probes and PINGs are off)');
+    t.is(totals.retries.timeout, 0, 'no GET waited for its request timeout');
+    t.true(Math.max(...ms) < REQUEST_TIMEOUT / 4, 'no GET waited anywhere near its timeout');
+    t.is(balancer.endpoints().find((e) => e.key === hole.authority)!.inFlight, 0, 'the originals stuck there were aborted');
+    // 2 % of the requests earned, plus what a start earns up front (100): never more, whatever the load.
+    t.true(steady.retries.hedge <= steady.requests * 0.02 + 100, 'hedges in the healthy warm-up within the earned share');
+  } finally {
+    diagnostics_channel.unsubscribe('kube-balancer:pick', onPick);
+    diagnostics_channel.unsubscribe('kube-balancer:retry', onRetry);
+    await balancer.close();
+    await cluster.close();
+  }
+});

@@ -1,0 +1,89 @@
+import test from 'ava';
+import type { Endpoint } from '../../src/balancer/Endpoint.ts';
+import { HealthTracker } from '../../src/health/HealthTracker.ts';
+import { Prober, type ProbeSettings } from '../../src/health/Prober.ts';
+import { FakeClock } from '../helpers/FakeClock.ts';
+import { endpoint } from '../helpers/endpoints.ts';
+
+const INTERVAL = 2_000;
+const SETTINGS: ProbeSettings = { path: '/readyz', intervalMs: INTERVAL, timeoutMs: 1_000, headers: {} };
+
+/**
+ * A prober over one endpoint on a fake clock, with passive health from a real HealthTracker.
+ * random 0.5: the first probe comes at half an interval, each next one exactly an interval later.
+ */
+function setup() {
+  const clock = new FakeClock();
+  const target = endpoint(1);
+  const health = new HealthTracker(
+    { consecutive5xx: 5, baseEjectionMs: 60_000, maxEjectionMs: 300_000, maxEjectionPercent: 100, probes: true },
+    clock,
+    { changed: () => {}, eject: () => {}, drain: () => {}, restore: () => {}, unreachable: () => {} },
+    () => [target],
+    () => 0.5,
+  );
+  const probedAt: number[] = [];
+  const prober = new Prober(
+    SETTINGS,
+    clock,
+    (probed: Endpoint) => {
+      probedAt.push(clock.now());
+      return Promise.resolve(probed.state === 'ready' || probed.state === 'draining' ? 'pass' : 'connect');
+    },
+    () => {},
+    () => 0.5,
+  );
+  prober.add(target);
+  /** Moves time on by `ms` in 100 ms steps, letting each probe's continuation (re)schedule the next. */
+  const advance = async (ms: number, each?: () => void): Promise<void> => {
+    for (let t = 0; t < ms; t += 100) {
+      each?.();
+      clock.advance(100);
+      for (let i = 0; i < 5; i++) await Promise.resolve();
+    }
+  };
+  return { clock, target, health, prober, probedAt, advance };
+}
+
+test('an idle ready endpoint is probed every interval', async (t) => {
+  const { prober, probedAt, advance } = setup();
+  await advance(20 * INTERVAL);
+  t.is(probedAt.length, 20);
+  prober.close();
+});
+
+test('a ready endpoint that answered a request within the interval skips its probe, but /readyz is still read every 5 intervals', async (t) => {
+  const { target, health, prober, probedAt, advance } = setup();
+  // A request succeeds every 500 ms: passive health is always fresh.
+  let tick = 0;
+  await advance(20 * INTERVAL, () => {
+    if (tick++ % 5 === 0) health.success(target);
+  });
+  // 20 intervals: 4 probes (one after every 4 skipped), not 20.
+  t.is(probedAt.length, 4);
+  for (let i = 1; i < probedAt.length; i++) t.is(probedAt[i]! - probedAt[i - 1]!, 5 * INTERVAL);
+  prober.close();
+});
+
+test('a success older than one interval does not skip the probe', async (t) => {
+  const { clock, target, health, prober, probedAt, advance } = setup();
+  const start = clock.now();
+  health.success(target);
+  // The first probe, half an interval later, is skipped; the next, 1.5 intervals after the success, is sent.
+  await advance(1.5 * INTERVAL + 100);
+  t.deepEqual(probedAt, [start + 1.5 * INTERVAL]);
+  prober.close();
+});
+
+test('ejected and draining endpoints are probed every interval, however fresh their last success', async (t) => {
+  for (const state of ['ejected', 'draining'] as const) {
+    const { target, health, prober, probedAt, advance } = setup();
+    let tick = 0;
+    await advance(10 * INTERVAL, () => {
+      if (tick++ % 5 === 0) health.success(target);
+      target.state = state;
+    });
+    t.is(probedAt.length, 10, state);
+    prober.close();
+  }
+});
