@@ -9,7 +9,7 @@
 // case kills it. `npm test` runs FUZZ_CASES (default 300) of each; `npm run fuzz` 100,000.
 // Known: Node 22.23.3 itself aborts under the HTTP/2 fuzz (SIGABRT, node_http2.cc:640
 // Http2Session::~Http2Session: Assertion current_nghttp2_memory_ == 0, during a GC), with the
-// default seed after ~1,200 cases in one run; a crash of the runtime no library code can catch.
+// default seed after ~1,200 cases in one run of two (the other finished 100,000); a crash of the runtime no library code can catch.
 // Trigger on 22.x not isolated (SECURITY.md); bench/repro/h2-fuzz-replay.mjs replays a FUZZ_TRACE,
 // bench/repro/h2-partial-headers-abort.mjs is the pattern that aborts Node 20.
 import { once } from 'node:events';
