@@ -7,9 +7,11 @@
 // Every case is one real request over a real socket: HTTP/1.1 over plain TCP (a TLS handshake per
 // case would be most of the cost), HTTP/2 over TLS with ALPN h2, many cases per connection until a
 // case kills it. `npm test` runs FUZZ_CASES (default 300) of each; `npm run fuzz` 100,000.
-// Known: at 100,000 HTTP/2 cases Node 22.23.3 itself has aborted (SIGABRT, node_http2.cc
-// Http2Session::~Http2Session: Assertion current_nghttp2_memory_ == 0, during a GC; cf.
-// nodejs/node#35233, #39951), a crash of the runtime no library code can catch.
+// Known: Node 22.23.3 itself aborts under the HTTP/2 fuzz (SIGABRT, node_http2.cc:640
+// Http2Session::~Http2Session: Assertion current_nghttp2_memory_ == 0, during a GC), with the
+// default seed after ~1,200 cases in one run of two (the other finished 100,000); a crash of the runtime no library code can catch.
+// Trigger on 22.x not isolated (SECURITY.md); bench/repro/h2-fuzz-replay.mjs replays a FUZZ_TRACE,
+// bench/repro/h2-partial-headers-abort.mjs is the pattern that aborts Node 20.
 import { once } from 'node:events';
 import { appendFileSync } from 'node:fs';
 import net, { type AddressInfo, type Socket } from 'node:net';
