@@ -327,12 +327,12 @@ export class Balancer extends undici.Dispatcher {
       closed: () => this.#closed,
       balances: (origin) => this.#origins.balances(origin),
       tlsFor: (origin) => ({ verification: this.#origins.route(origin, false).verification, tls: this.#tls.current }),
-      replaceTls: (tls) => {
+      beginTlsReading: () => this.#tls.beginReading(),
+      replaceTls: (tls, reading = this.#tls.beginReading()) => {
         const state = this.#tls;
-        const now = this.#options.clock.now();
         // Compared before validated: the hooks hand over the same material with every request.
-        if (state.holds(tls, now)) return false;
-        state.replace(validateTls(tls), now);
+        if (state.holds(tls, reading)) return false;
+        state.replace(validateTls(tls), reading);
         // The verification name may have changed with the settings; pools notice the new generation.
         this.#origins.clear();
         return true;

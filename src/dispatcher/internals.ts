@@ -14,11 +14,15 @@ export interface BalancerInternals {
   balances(origin: URL): boolean;
   /** The name to verify and the TLS settings in force, for connections made for `origin`. */
   tlsFor(origin: URL): { verification: Verification; tls: ResolvedTls };
+  /** Numbers a reading of the TLS settings (of a kubeconfig) as it begins: see `replaceTls`. */
+  beginTlsReading(): number;
   /**
    * Switches to new TLS settings, validated like `options.tls`: new connections use them, those
-   * already open finish what runs on them and close. Returns false when nothing changed.
+   * already open finish what runs on them and close. `reading` is the number `beginTlsReading` gave
+   * when the reading of `tls` began (default: a reading that begins now); a reading that began
+   * before the one in force changes nothing. Returns false when nothing changed.
    */
-  replaceTls(tls: TlsOptions): boolean;
+  replaceTls(tls: TlsOptions, reading?: number): boolean;
 }
 
 // Keyed by the balancer object, so that internals never show on its public face.

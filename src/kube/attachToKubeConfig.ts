@@ -107,24 +107,27 @@ async function attach(kc: KubeConfigLike, options: KubeBalancerOptions): Promise
   // client-node's own request, with `this.createDispatcher` answered by the balancer: its credentials
   // and headers are set as ever, and its reading of the TLS material (per request: new material gets
   // new connections) replaces the pools'. Other clusters go through `kc` itself, untouched.
-  const withBalancer = (self: object): object =>
+  // Each reading is numbered as it begins, so one that an exec plugin made slow cannot undo a
+  // rotation that a later reading already brought.
+  const withBalancer = (self: object, reading: number): object =>
     Object.create(self, {
       createDispatcher: {
         value: ((_cluster, agentOptions) => {
-          internals.replaceTls(tlsOf(agentOptions));
+          internals.replaceTls(tlsOf(agentOptions), reading);
           return balancer;
         }) satisfies CreateDispatcher,
       },
     }) as object;
   target.applySecurityAuthentication = async function (context) {
     if (!balanced(this)) return original.applySecurityAuthentication.call(this, context);
-    await original.applySecurityAuthentication.call(withBalancer(this as object), context);
+    await original.applySecurityAuthentication.call(withBalancer(this as object, internals.beginTlsReading()), context);
     context.setDispatcher(balancer);
   };
   target.applyToHTTPSOptions = async function (opts) {
     if (!balanced(this)) return original.applyToHTTPSOptions.call(this, opts);
+    const reading = internals.beginTlsReading();
     await original.applyToHTTPSOptions.call(this, opts);
-    internals.replaceTls(tlsOf(opts));
+    internals.replaceTls(tlsOf(opts), reading);
     opts.agent = agent;
   };
 

@@ -59,8 +59,10 @@ export async function createKubeBalancer(
     CREDENTIALS_TTL_MS,
     options.clock ?? systemClock,
     async () => {
+      const internals = built.balancer && balancerInternals(built.balancer);
+      const reading = internals?.beginTlsReading();
       const fresh = await read();
-      if (built.balancer) balancerInternals(built.balancer).replaceTls(fresh.tls);
+      internals?.replaceTls(fresh.tls, reading);
       return fresh.headers;
     },
     material.headers,

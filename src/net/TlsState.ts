@@ -1,21 +1,20 @@
 import type { Pem, ResolvedTls, TlsOptions } from './tls.ts';
 
 /**
- * Readings of a kubeconfig overlap (each request reads it, so do probes); one that began before a
- * rotation may end after one that began later. Within this many milliseconds of a switch, a reading
- * that brings back the material switched away from is taken for such a stale one.
- */
-const STALE_READING_MS = 2_000;
-
-/**
  * The TLS settings new connections use. A kubeconfig's credentials can change while a client runs
  * (an exec plugin hands out a new client certificate, a CA file is rewritten): `replace` switches to
  * them, and `generation` tells the pools that connections made before belong to the old ones.
+ *
+ * Readings of a kubeconfig overlap (each request reads it, so do probes), and one that began before
+ * a rotation may end after one that began later, however long it took (an exec plugin on a busy
+ * machine). So each reading takes a number when it begins (`beginReading`), and a reading that began
+ * before the one now in force is stale: it never switches back.
  */
 export class TlsState {
   #current: ResolvedTls;
-  #previous: ResolvedTls | undefined;
-  #switchedAt = -Infinity;
+  /** The number of the reading now in force (0: the initial settings). */
+  #inForce = 0;
+  #readings = 0;
   #generation = 0;
 
   constructor(initial: ResolvedTls) {
@@ -30,22 +29,25 @@ export class TlsState {
     return this.#generation;
   }
 
+  /** Numbers a reading of the settings as it begins; later readings get higher numbers. */
+  beginReading(): number {
+    return ++this.#readings;
+  }
+
   /**
-   * Whether `next`, not yet validated, holds the same material as now or is a stale reading of the
-   * material in force before the last switch (`now` in milliseconds, monotonic). client-node hands
-   * its settings over with every request: this is what lets them skip validation, which parses
-   * every certificate and the key.
+   * Whether `next`, not yet validated, needs no switch: it holds the same material as now, or its
+   * reading began before the one in force. client-node hands its settings over with every request:
+   * this is what lets them skip validation, which parses every certificate and the key.
    */
-  holds(next: TlsOptions, now: number): boolean {
-    return sameTls(this.#current, next) || (this.#previous !== undefined && now - this.#switchedAt < STALE_READING_MS && sameTls(this.#previous, next));
+  holds(next: TlsOptions, reading: number): boolean {
+    return reading < this.#inForce || sameTls(this.#current, next);
   }
 
   /** Returns false, and changes nothing, when `next` is held already (see `holds`). */
-  replace(next: ResolvedTls, now: number): boolean {
-    if (this.holds(next, now)) return false;
-    this.#previous = this.#current;
+  replace(next: ResolvedTls, reading: number): boolean {
+    if (this.holds(next, reading)) return false;
     this.#current = next;
-    this.#switchedAt = now;
+    this.#inForce = reading;
     this.#generation++;
     return true;
   }

@@ -7,10 +7,13 @@
 // Every case is one real request over a real socket: HTTP/1.1 over plain TCP (a TLS handshake per
 // case would be most of the cost), HTTP/2 over TLS with ALPN h2, many cases per connection until a
 // case kills it. `npm test` runs FUZZ_CASES (default 300) of each; `npm run fuzz` 100,000.
-// Known: at 100,000 HTTP/2 cases Node 22.23.3 itself has aborted (SIGABRT, node_http2.cc
-// Http2Session::~Http2Session: Assertion current_nghttp2_memory_ == 0, during a GC; cf.
-// nodejs/node#35233, #39951), a crash of the runtime no library code can catch.
+// Known: Node 22.23.3 itself aborts under the HTTP/2 fuzz (SIGABRT, node_http2.cc:640
+// Http2Session::~Http2Session: Assertion current_nghttp2_memory_ == 0, during a GC), with the
+// default seed after ~1,200 cases in one run of two (the other finished 100,000); a crash of the runtime no library code can catch.
+// Trigger on 22.x not isolated (SECURITY.md); bench/repro/h2-fuzz-replay.mjs replays a FUZZ_TRACE,
+// bench/repro/h2-partial-headers-abort.mjs is the pattern that aborts Node 20.
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { appendFileSync } from 'node:fs';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import tls from 'node:tls';
@@ -23,6 +26,8 @@ import { activeResources, leftOver } from '../helpers/leaks.ts';
 
 const CASES = Number(process.env.FUZZ_CASES ?? 300);
 const BATCH = 2_000;
+/** A bound on the run: requests sent per fuzzed answer the servers must write. */
+const MAX_REQUESTS_PER_CASE = 20;
 const CONCURRENCY = 32;
 /** Fixed unless FUZZ_SEED says otherwise, so that a run can be repeated (timing still varies). */
 const SEED = Number(process.env.FUZZ_SEED ?? 20261201);
@@ -266,13 +271,16 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'hung'> {
 }
 
 /**
- * Sends CASES requests, CONCURRENCY at a time, batch by batch, each batch's cases queued for the
- * servers to answer with; returns the failures of the invariants.
+ * Sends requests, CONCURRENCY at a time, batch by batch, each batch's cases queued for the servers
+ * to answer with, until the servers have written CASES fuzzed answers (or MAX_REQUESTS_PER_CASE ×
+ * CASES requests were sent); returns the failures of the invariants. Counting written answers, not
+ * requests: a fuzzed answer often gets every endpoint ejected for a moment, and the requests that
+ * fail at once then (ERR_ALL_ENDPOINTS_FAILED) test nothing of the parser.
  */
 async function fuzz<C>(arbitrary: fc.Arbitrary<C>, queue: C[], balancer: Balancer, origin: string, tally: Tally): Promise<string[]> {
   const problems: string[] = [];
-  for (let done = 0; done < CASES; done += BATCH) {
-    const batch = fc.sample(arbitrary, { numRuns: Math.min(BATCH, CASES - done), seed: SEED + done });
+  for (let done = 0; delivered.count < CASES && tally.cases < MAX_REQUESTS_PER_CASE * CASES; done += BATCH) {
+    const batch = fc.sample(arbitrary, { numRuns: Math.min(BATCH, Math.max(CONCURRENCY, CASES - delivered.count)), seed: SEED + done });
     queue.push(...batch);
     let next = 0;
     await Promise.all(
@@ -298,6 +306,8 @@ async function fuzz<C>(arbitrary: fc.Arbitrary<C>, queue: C[], balancer: Balance
             // Typed: ours (BalancerError), undici's, or Node's (a string code).
             if (typeof code !== 'string') problems.push(`an untyped error: ${String(outcome)}`);
             tally.errors.set(String(code), (tally.errors.get(String(code)) ?? 0) + 1);
+            // Every endpoint ejected (for 20–200 ms): wait for one to come back rather than spend cases on nothing.
+            if (code === 'ERR_ALL_ENDPOINTS_FAILED') await sleep(20);
           }
         }
       }),
@@ -342,7 +352,7 @@ async function run(t: ExecutionContext, protocol: 'HTTP/1.1' | 'HTTP/2'): Promis
   t.log(`${protocol}: ${tally.cases} requests over real sockets, ${written} fuzzed answers written by the servers (the other requests met a connection an earlier answer had killed, or retried onto the default answer) in ${seconds.toFixed(1)} s, seed ${SEED}; ${tally.responses} responses, errors: ${errors}`);
   t.deepEqual(problems, []);
   t.deepEqual(unhandled, []);
-  t.is(tally.cases, CASES);
+  t.true(written >= CASES, `only ${written} of ${CASES} fuzzed answers were written (${tally.cases} requests)`);
   t.true(written > 0, 'fuzzed answers reached the balancer');
   t.deepEqual(await leftOver(baseline, 15_000), {}, 'close() released every socket and timer');
 }
