@@ -25,11 +25,13 @@ export type SendProbe = (endpoint: Endpoint, settings: ProbeSettings) => Promise
 const MAX_SKIPS = 4;
 
 /**
- * Active health: every endpoint is probed on its own jittered timer (so a fleet of clients does not
- * probe in step), one probe at a time per endpoint. Probes that would only repeat what requests
- * just showed are skipped (`MAX_SKIPS`): with thousands of clients, probes are most of the requests
- * an apiserver gets (`npm run fleet`). Ejected, draining, probing and idle endpoints are always probed.
+ * Fresh passive health also needs the endpoint to keep answering what it has in flight: with
+ * requests outstanding and no success for this part of the probe timeout, the endpoint may have
+ * just turned into a black hole (connections open, nothing back), and only the probe would tell
+ * before the requests' own timeouts. A busy healthy endpoint answers far more often than that.
  */
+const QUIET_PART_OF_TIMEOUT = 0.25;
+
 /** One endpoint's probing: its timer, the probes skipped in a row, and its one timer callback. */
 interface Slot {
   readonly endpoint: Endpoint;
@@ -38,6 +40,12 @@ interface Slot {
   readonly due: () => void;
 }
 
+/**
+ * Active health: every endpoint is probed on its own jittered timer (so a fleet of clients does not
+ * probe in step), one probe at a time per endpoint. Probes that would only repeat what requests
+ * just showed are skipped (`MAX_SKIPS`): with thousands of clients, probes are most of the requests
+ * an apiserver gets (`npm run fleet`). Ejected, draining, probing and idle endpoints are always probed.
+ */
 export class Prober {
   readonly #settings: ProbeSettings;
   readonly #clock: Clock;
@@ -82,7 +90,11 @@ export class Prober {
   #due(slot: Slot): void {
     slot.timer = undefined;
     const endpoint = slot.endpoint;
-    const fresh = endpoint.state === 'ready' && this.#clock.now() - endpoint.lastSuccessAt < this.#settings.intervalMs;
+    const sinceSuccess = this.#clock.now() - endpoint.lastSuccessAt;
+    const fresh =
+      endpoint.state === 'ready' &&
+      sinceSuccess < this.#settings.intervalMs &&
+      (endpoint.inFlight === 0 || sinceSuccess < QUIET_PART_OF_TIMEOUT * this.#settings.timeoutMs);
     if (fresh && slot.skipped < MAX_SKIPS) {
       slot.skipped++;
       this.#next(slot);

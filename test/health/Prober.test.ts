@@ -75,6 +75,23 @@ test('a success older than one interval does not skip the probe', async (t) => {
   prober.close();
 });
 
+test('requests in flight and no success for a quarter of the probe timeout: the probe is sent (a black hole may have begun)', async (t) => {
+  const { clock, target, health, prober, probedAt, advance } = setup();
+  const start = clock.now();
+  // Answers stop 700 ms in, with requests still outstanding; the first probe (at 1,000 ms) comes
+  // 300 ms after the last success, more than 250 ms: it is sent, not skipped.
+  await advance(700, () => health.success(target));
+  target.inFlight = 3;
+  await advance(400);
+  t.deepEqual(probedAt, [start + INTERVAL / 2]);
+  // With nothing in flight the same quiet is an idle endpoint's: the next probe is skipped.
+  target.inFlight = 0;
+  health.success(target);
+  await advance(INTERVAL);
+  t.is(probedAt.length, 1);
+  prober.close();
+});
+
 test('ejected and draining endpoints are probed every interval, however fresh their last success', async (t) => {
   for (const state of ['ejected', 'draining'] as const) {
     const { target, health, prober, probedAt, advance } = setup();
