@@ -25,6 +25,9 @@ export function classifyError(error: unknown): FailureKind {
     // Node could not send the request's HEADERS frame (type 1; the session was failing): the server never saw it.
     if (message.includes('"frameError" received - type 1,')) return 'refused';
     if (message.includes('connection unresponsive')) return 'unresponsive';
+    // undici's informational errors for one HTTP/2 stream that broke (the server reset or closed it
+    // before the response ended): a broken request like a reset connection, so a GET may go elsewhere.
+    if (code === 'UND_ERR_INFO' && (message.startsWith('HTTP/2: stream ') || message.startsWith('HTTP/2: "stream error" received'))) return 'reset';
   }
   // A response undici's HTTP/1.1 parser cannot read (its code, HPE_*, is sometimes missing): the
   // connection is destroyed, as when it breaks; the endpoint answered garbage.

@@ -42,6 +42,20 @@ test('a response undici cannot parse (HTTPParserError, with or without an HPE_ c
   t.is(classifyError(Object.assign(new undici.errors.HTTPParserError('Response does not match the HTTP/1.1 protocol (Expected HTTP/)'), { code: 'HPE_INVALID_CONSTANT' })), 'reset');
 });
 
+test('an HTTP/2 stream the server reset or closed early (undici’s UND_ERR_INFO) is a broken request: a GET goes elsewhere', (t) => {
+  // Found by the HTTP/2 fuzzing: 254 of 117,605 requests reached the caller as 'other' errors, never retried.
+  for (const message of [
+    'HTTP/2: stream closed before response headers',
+    'HTTP/2: stream errored before response headers',
+    'HTTP/2: stream closed before the response was complete',
+    'HTTP/2: stream half-closed (remote)',
+    'HTTP/2: "stream error" received - code 2',
+  ]) {
+    t.is(classifyError(err('UND_ERR_INFO', message)), 'reset', message);
+  }
+  t.is(classifyError(err('UND_ERR_INFO', 'kube-balancer: another attempt answered first')), 'other', 'our own hedge loser is no verdict');
+});
+
 test('a request whose HTTP/2 HEADERS frame could not be sent never reached the server: refused, so any method may go elsewhere', (t) => {
   // Found by the HTTP/2 fuzzing: these reached the caller at once as 'other' errors.
   t.is(classifyError(err('UND_ERR_INFO', 'HTTP/2: "frameError" received - type 1, code 2')), 'refused');
