@@ -1,7 +1,6 @@
 // attachToKubeConfig balances the attached cluster only: after kc.setCurrentContext() to another
 // cluster, the real @kubernetes/client-node behaves as it does on its own, and nothing of that
 // cluster (TLS material, credentials) reaches the balancer.
-import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
@@ -9,6 +8,7 @@ import { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
 import { certs } from '../../fixtures/certs/index.ts';
 import { balancerInternals } from '../../src/dispatcher/internals.ts';
 import { attachToKubeConfig, type KubeAttachment } from '../../src/index.ts';
+import { connectProxy } from '../helpers/connectProxy.ts';
 import { until } from '../helpers/poll.ts';
 
 const b64 = (pem: string): string => Buffer.from(pem).toString('base64');
@@ -33,36 +33,6 @@ async function listener(hangUp = false): Promise<{ port: number; received: () =>
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
-/** A minimal HTTP CONNECT proxy that counts its tunnels and where they went. */
-async function connectProxy(): Promise<{ url: string; tunnels: string[]; close(): Promise<void> }> {
-  const tunnels: string[] = [];
-  const sockets = new Set<net.Socket>();
-  const proxy = http.createServer((_req, res) => res.writeHead(405).end());
-  proxy.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
-    tunnels.push(req.url ?? '');
-    const [host, port] = (req.url ?? '').split(':');
-    const upstream = net.connect(Number(port), host, () => {
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
-    });
-    sockets.add(client).add(upstream);
-    upstream.on('error', () => client.destroy());
-    client.on('error', () => upstream.destroy());
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-    tunnels,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      proxy.closeAllConnections();
-      await new Promise((resolve) => proxy.close(resolve));
     },
   };
 }
