@@ -2,24 +2,28 @@
 // server, in the same run, HTTP/1.1 and HTTP/2, concurrency 1 and 64. Target ratio >= 0.95 (goal 0.98).
 // `CPU ratio`: the client process's CPU time per request (process.cpuUsage; the server runs in
 // another process) through the balancer over the Pool's: the steadier measure on a shared machine.
-// Then the CPU phase: HTTP/2 only, many short alternating runs (target CPU ratio <= 1.02);
+// Then the CPU phase: HTTP/2 only, many short interleaved runs with an A/A pair (target CPU ratio <= 1.02);
 // BENCH_CPU_ONLY=1 runs it alone.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Pool } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { createBalancer } from '../src/index.ts';
-import { compare, median, startServerProcess, table, writeResults } from './lib.ts';
+import { compare, median, percentile, startServerProcess, table, writeResults } from './lib.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const PATH = '/api/v1/namespaces/default/configmaps/bench';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const MS = Number(process.env.BENCH_MS ?? 1500);
 /**
- * The CPU phase: rounds, each one short run of the Pool then one of the balancer, `CPU_REQUESTS`
- * requests per run at concurrency 64 (half of that at 1). Short runs side by side see the same
- * load on a shared machine; the median of their ratios is what is reported.
+ * The CPU phase: rounds of three short runs, `CPU_REQUESTS` requests each at concurrency 64 (half
+ * of that at 1): the Pool, the balancer, and the Pool again (the A/A pair: the noise floor). Their
+ * order turns with each round, so no contender always runs after another; short runs side by side
+ * see the same load on a shared machine, and the median of the paired ratios is what is reported,
+ * with its interquartile range.
  */
 const CPU_ROUNDS = Number(process.env.BENCH_CPU_ROUNDS ?? 30);
-const CPU_REQUESTS = Number(process.env.BENCH_CPU_REQUESTS ?? 1000);
+const CPU_REQUESTS = Number(process.env.BENCH_CPU_REQUESTS ?? 2000);
 
 export async function run(): Promise<unknown> {
   const rows: Array<Record<string, string | number>> = [];
@@ -57,11 +61,13 @@ export async function run(): Promise<unknown> {
 
 /**
  * Client CPU time per request (`process.cpuUsage`; the server is another process), HTTP/2, one
- * endpoint, the Pool and the balancer in alternating short runs. Target: the balancer ≤ 1.02×.
+ * endpoint. Target: the balancer ≤ 1.02× the Pool. `CPU ratio` is the median over rounds of the
+ * balancer's run over the Pool's in the same round, `A/A ratio` the same for the Pool's second run
+ * over its first: how far apart two runs of the same code fall here and now.
  */
 async function cpuPhase(): Promise<unknown> {
   const server = await startServerProcess('127.0.0.2', 'h2');
-  const rows: Array<Record<string, number>> = [];
+  const rows: Array<Record<string, number | string>> = [];
   const results: unknown[] = [];
   try {
     for (const concurrency of [1, 64]) {
@@ -70,20 +76,29 @@ async function cpuPhase(): Promise<unknown> {
       const pool = new Pool(`https://127.0.0.2:${server.port}`, { connect: { ca: certs.ca, servername: APISERVER_NAME } });
       const viaPool = async (): Promise<void> => (await pool.request({ path: PATH, method: 'GET', headers: { host: `${APISERVER_NAME}:6443` } })).body.dump();
       const viaBalancer = async (): Promise<void> => (await balancer.request({ origin: ORIGIN, path: PATH, method: 'GET' })).body.dump();
-      await countedRun(viaPool, concurrency, requests); // warm-up: connections and the JIT
-      await countedRun(viaBalancer, concurrency, requests);
-      const runs = { pool: [] as number[], balancer: [] as number[] };
+      const arms = { pool: viaPool, balancer: viaBalancer, poolAgain: viaPool };
+      const names = Object.keys(arms) as Array<keyof typeof arms>;
+      // Warm-up: connections and the JIT.
+      for (const name of names) await countedRun(arms[name], concurrency, requests);
+      const runs = { pool: [] as number[], balancer: [] as number[], poolAgain: [] as number[] };
       for (let i = 0; i < CPU_ROUNDS; i++) {
-        runs.pool.push(await countedRun(viaPool, concurrency, requests));
-        runs.balancer.push(await countedRun(viaBalancer, concurrency, requests));
+        for (let k = 0; k < names.length; k++) {
+          const name = names[(i + k) % names.length]!;
+          runs[name].push(await countedRun(arms[name], concurrency, requests));
+        }
       }
       await balancer.close();
       await pool.close();
+      const ratios = runs.pool.map((p, i) => runs.balancer[i]! / p);
+      const aa = runs.pool.map((p, i) => runs.poolAgain[i]! / p);
       const row = {
         concurrency,
         'pool CPU µs/req': round(median(runs.pool)),
         'balancer CPU µs/req': round(median(runs.balancer)),
-        'CPU ratio': Number(median(runs.pool.map((p, i) => runs.balancer[i]! / p)).toFixed(3)),
+        'CPU ratio': Number(median(ratios).toFixed(3)),
+        'CPU ratio IQR': iqr(ratios),
+        'A/A ratio': Number(median(aa).toFixed(3)),
+        'A/A IQR': iqr(aa),
         rounds: CPU_ROUNDS,
         'requests/run': requests,
       };
@@ -93,10 +108,20 @@ async function cpuPhase(): Promise<unknown> {
   } finally {
     await server.stop();
   }
-  console.log('client CPU per request, h2, one endpoint, median of alternating runs (target CPU ratio <= 1.02)');
+  console.log('client CPU per request, h2, one endpoint, median of paired runs (target CPU ratio <= 1.02; A/A: the Pool against itself, the noise floor)');
   console.log(table(rows));
   return results;
 }
+
+/**
+ * A minor GC, run inside each measured run at its end: every run starts with an empty young
+ * generation and pays for the scavenges its own garbage causes, not for the previous run's.
+ */
+const collect: (() => void) | undefined = (() => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as ((options?: object) => void) | undefined;
+  return gc && (() => gc({ type: 'minor', execution: 'sync' }));
+})();
 
 /** Sends exactly `requests` requests with `concurrency` workers; returns this process's CPU µs per request. */
 async function countedRun(send: () => Promise<void>, concurrency: number, requests: number): Promise<number> {
@@ -107,10 +132,18 @@ async function countedRun(send: () => Promise<void>, concurrency: number, reques
       await send();
     }
   };
+  collect?.();
   const start = process.cpuUsage();
   await Promise.all(Array.from({ length: concurrency }, worker));
+  collect?.();
   const used = process.cpuUsage(start);
   return (used.user + used.system) / requests;
+}
+
+/** The interquartile range of `values`, as "p25–p75". */
+function iqr(values: number[]): string {
+  const sorted = [...values].sort((a, b) => a - b);
+  return `${percentile(sorted, 0.25).toFixed(3)}–${percentile(sorted, 0.75).toFixed(3)}`;
 }
 
 function round(n: number): number {
