@@ -3,6 +3,7 @@ import type { Endpoint } from '../../src/balancer/Endpoint.ts';
 import { EndpointSet } from '../../src/balancer/EndpointSet.ts';
 import type { Policy } from '../../src/balancer/Picker.ts';
 import { BalancedRequest } from '../../src/dispatcher/BalancedRequest.ts';
+import { BodyTimers } from '../../src/dispatcher/BodyTimer.ts';
 import type { RequestHost } from '../../src/dispatcher/RequestHost.ts';
 import { RetryBudget } from '../../src/dispatcher/RetryBudget.ts';
 import { WatchRebalancer } from '../../src/dispatcher/WatchRebalancer.ts';
@@ -64,6 +65,7 @@ export class KubeClient implements Transport {
   readonly #connections = new Map<Endpoint, Connection>();
   #waiting: AppCall[] = [];
   #closed = false;
+  readonly #bodyTimers: BodyTimers;
 
   /** Told every endpoint set the resolver hands on (for measuring how soon clients learn of a change). */
   onSet: ((addresses: readonly EndpointAddress[]) => void) | undefined;
@@ -71,6 +73,7 @@ export class KubeClient implements Transport {
   constructor(clock: Scheduler, random: Random, servers: ReadonlyMap<string, Apiserver>, resolver: Resolver, settings: KubeSettings) {
     const o = defaultOptions;
     this.#clock = clock;
+    this.#bodyTimers = new BodyTimers(clock);
     this.#servers = servers;
     this.#resolver = resolver;
     this.#set = new EndpointSet(clock, { policy: settings.policy, slowStartMs: o.slowStartMs, panicThreshold: o.panicThreshold });
@@ -119,6 +122,7 @@ export class KubeClient implements Transport {
 
   close(): void {
     this.#closed = true;
+    this.#bodyTimers.close();
     this.#rebalancer.close();
     this.#prober.close();
     this.#health.close();
@@ -139,6 +143,7 @@ export class KubeClient implements Transport {
       budget: this.#budget,
       totals,
       clock: this.#clock,
+      bodyTimers: this.#bodyTimers,
       pick: (longRunning, probationOk, exclude) => {
         if (probationOk) {
           const probation = health.takeProbation();

@@ -4,7 +4,7 @@ import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
 import { REJECTION_BODY_BYTES } from '../health/rejections.ts';
 import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
-import { BodyTimer } from './BodyTimer.ts';
+import type { BodyTimer } from './BodyTimer.ts';
 import type { HeldResponse } from './HoldBack.ts';
 import type { ProxyController } from './ProxyController.ts';
 import type { RequestHost } from './RequestHost.ts';
@@ -27,7 +27,8 @@ export interface AttemptOwner {
   readonly bodyTimeout: number;
   readonly finished: boolean;
   attemptStarted(attempt: Attempt, controller: Controller, context: unknown): void;
-  responded(attempt: Attempt): void;
+  /** Its response headers came, at clock time `now`. */
+  responded(attempt: Attempt, now: number): void;
   holdBack(attempt: Attempt, statusCode: number): boolean;
   inspects(statusCode: number, headers: Headers): boolean;
   inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean;
@@ -108,7 +109,7 @@ export class Attempt implements Handler {
 
   onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
     const request = this.#request;
-    request.responded(this);
+    request.responded(this, request.host.clock.now());
     this.#statusCode = statusCode;
     request.holdBack(this, statusCode);
     request.commit();
@@ -124,10 +125,12 @@ export class Attempt implements Handler {
     const request = this.#request;
     if (request.finished || this.#moved) return;
     if (statusCode >= 200) {
-      request.responded(this);
+      // One clock read for the hedge's sample and the body timer's start: the same moment.
+      const now = request.bodyTimeout > 0 || request.host.hedging ? request.host.clock.now() : 0;
+      request.responded(this, now);
       this.#statusCode = statusCode;
       this.#headers = headers;
-      if (request.bodyTimeout > 0) this.#bodyTimer = new BodyTimer(request.host.clock, request.bodyTimeout, request.proxy, this);
+      if (request.bodyTimeout > 0) this.#bodyTimer = request.host.bodyTimers.start(request.bodyTimeout, request.proxy, this, now);
       if (request.inspects(statusCode, headers)) {
         this.#inspected = { statusCode, headers, statusMessage, chunks: [], bytes: 0 };
         return;

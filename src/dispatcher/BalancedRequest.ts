@@ -157,12 +157,12 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
    * An attempt's response headers came. It wins a race with a hedge: the other attempt is aborted,
    * with no verdict on its endpoint's health (only a hint of silence when the hedge won).
    */
-  responded(attempt: Attempt): void {
+  responded(attempt: Attempt, now: number): void {
     attempt.answered = true;
     const hedging = this.host.hedging;
     if (!hedging || this.longRunning) return;
     hedging.cancel(this);
-    hedging.answered(attempt.endpoint, hedging.now() - attempt.sentAt);
+    hedging.answered(attempt.endpoint, now - attempt.sentAt, now);
     const rival = this.#rival;
     if (!rival) return;
     const loser = rival === attempt ? this.#attempt! : rival;

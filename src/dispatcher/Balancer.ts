@@ -24,6 +24,7 @@ import { limitEndpoints } from '../resolver/limitEndpoints.ts';
 import { createResolver } from '../resolver/parseTarget.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
 import { BalancedRequest } from './BalancedRequest.ts';
+import { BodyTimers } from './BodyTimer.ts';
 import { EndpointPools } from './EndpointPools.ts';
 import { Hedging } from './Hedge.ts';
 import { registerInternals, type BalancerInternals } from './internals.ts';
@@ -57,6 +58,7 @@ export class Balancer extends undici.Dispatcher {
   readonly #host: RequestHost;
   readonly #rebalancer: WatchRebalancer | undefined;
   readonly #hedging: Hedging | undefined;
+  readonly #bodyTimers: BodyTimers;
   /** The origin probes are sent for: the balanced one, never a request's guess. */
   readonly #probeOrigin: URL;
   /** Our own event-loop lag: a timeout during our stall says nothing about the apiserver. */
@@ -137,6 +139,7 @@ export class Balancer extends undici.Dispatcher {
       });
       this.#hedging = hedging;
     }
+    this.#bodyTimers = new BodyTimers(clock);
     this.#host = this.#requestHost();
     if (this.#options.logger) attachLogger(this, this.#options.logger);
     registerInternals(this, this.#internals());
@@ -222,6 +225,7 @@ export class Balancer extends undici.Dispatcher {
       this.#closed = true;
       this.#rebalancer?.close();
       this.#hedging?.close();
+      this.#bodyTimers.close();
       this.#prober?.close();
       this.#health.close();
       this.#lag.close();
@@ -271,6 +275,7 @@ export class Balancer extends undici.Dispatcher {
       budget: this.#budget,
       totals: this.#totals,
       clock: options.clock,
+      bodyTimers: this.#bodyTimers,
       hedging: this.#hedging,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;

@@ -27,49 +27,121 @@ export interface Abortable {
  * fires, 300 s later. With three endpoints that was 2-4 % of all requests, 5.6 MB per 100,000
  * (`bench/repro/h2-stream-timer-leak.mjs` shows it with plain undici Pools).
  *
- * One clock timer per response, re-armed only when it falls due early: a chunk costs a `now()`.
+ * One clock timer serves every response of a balancer: running body timers sit in a list (in and
+ * out in O(1), no native timer per response, which cost a few µs of CPU per request), swept when
+ * the earliest is due; a sweep re-arms for the earliest still running. A chunk costs a `now()`.
  * Like undici's, the timer does not count while the caller has paused the body (the server cannot
- * send then) and starts afresh when it resumes.
+ * send then) and starts afresh when it resumes: a response fails exactly `ms` after its last chunk
+ * (or the resume) while it is not paused.
  */
+export class BodyTimers {
+  readonly clock: Clock;
+  /** Running timers, oldest first. */
+  #head: BodyTimer | undefined;
+  #tail: BodyTimer | undefined;
+  #timer: ClockTimer | undefined;
+  /** When the clock timer fires; Infinity when none is set. */
+  #timerAt = Infinity;
+
+  constructor(clock: Clock) {
+    this.clock = clock;
+  }
+
+  /** Starts the wait of a response that began at clock time `now`: `response` is aborted after `ms` of silence. */
+  start(ms: number, reader: Reader, response: Abortable, now: number): BodyTimer {
+    const timer = new BodyTimer(this, ms, reader, response, now);
+    const tail = this.#tail;
+    timer.prev = tail;
+    if (tail) tail.next = timer;
+    else this.#head = timer;
+    this.#tail = timer;
+    reader.bodyTimer = timer;
+    // Mostly later than the timer already set (the same `ms`, started later): nothing to do.
+    if (now + ms < this.#timerAt) this.#arm(now + ms, now);
+    return timer;
+  }
+
+  /** Every timer stops, the clock's with them (the balancer closes). */
+  close(): void {
+    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    for (let t = this.#head; t; t = t.next) t.linked = false;
+    this.#head = this.#tail = undefined;
+  }
+
+  /** Takes `timer` out of the list. The clock timer stays: when it fires it finds less to do. */
+  unlink(timer: BodyTimer): void {
+    if (!timer.linked) return;
+    timer.linked = false;
+    const { prev, next } = timer;
+    if (prev) prev.next = next;
+    else this.#head = next;
+    if (next) next.prev = prev;
+    else this.#tail = prev;
+    timer.prev = timer.next = undefined;
+  }
+
+  #arm(at: number, now: number): void {
+    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = this.clock.setTimeout(this.#sweep, at - now);
+  }
+
+  readonly #sweep = (): void => {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const now = this.clock.now();
+    let due: BodyTimer[] | undefined;
+    let next = Infinity;
+    for (let t = this.#head; t; t = t.next) {
+      // Paused: looked at again `ms` from now; a resume starts its wait afresh meanwhile.
+      const at = t.reader.paused ? now + t.ms : t.last + t.ms;
+      if (at <= now) (due ??= []).push(t);
+      else if (at < next) next = at;
+    }
+    if (due) for (const t of due) t.expire();
+    if (next !== Infinity && this.#head && next < this.#timerAt) this.#arm(next, now);
+  };
+}
+
+/** One response's body timeout, while it runs (see `BodyTimers`). */
 export class BodyTimer {
-  readonly #clock: Clock;
-  readonly #ms: number;
-  readonly #reader: Reader;
+  readonly ms: number;
+  readonly reader: Reader;
+  readonly #timers: BodyTimers;
   /** What is aborted when the body has been silent too long (an attempt: no closure per response). */
   readonly #response: Abortable;
-  #last: number;
-  #timer: ClockTimer | undefined;
+  /** Clock time of the last chunk, the resume, or the start. */
+  last: number;
+  prev: BodyTimer | undefined;
+  next: BodyTimer | undefined;
+  linked = true;
 
-  constructor(clock: Clock, ms: number, reader: Reader, response: Abortable) {
-    this.#clock = clock;
-    this.#ms = ms;
-    this.#reader = reader;
+  constructor(timers: BodyTimers, ms: number, reader: Reader, response: Abortable, now: number) {
+    this.#timers = timers;
+    this.ms = ms;
+    this.reader = reader;
     this.#response = response;
-    this.#last = clock.now();
-    this.#timer = clock.setTimeout(this.#check, ms);
-    reader.bodyTimer = this;
+    this.last = now;
+    this.prev = undefined;
+    this.next = undefined;
   }
 
   /** Body data arrived (or the caller resumed reading). */
   touch(): void {
-    this.#last = this.#clock.now();
+    this.last = this.#timers.clock.now();
   }
 
   stop(): void {
-    if (this.#timer === undefined) return;
-    this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
-    if (this.#reader.bodyTimer === this) this.#reader.bodyTimer = undefined;
+    if (!this.linked) return;
+    this.#timers.unlink(this);
+    if (this.reader.bodyTimer === this) this.reader.bodyTimer = undefined;
   }
 
-  readonly #check = (): void => {
-    const idle = this.#clock.now() - this.#last;
-    if (this.#reader.paused || idle < this.#ms) {
-      this.#timer = this.#clock.setTimeout(this.#check, this.#reader.paused ? this.#ms : this.#ms - idle);
-      return;
-    }
-    this.#timer = undefined;
-    if (this.#reader.bodyTimer === this) this.#reader.bodyTimer = undefined;
-    this.#response.abort(new errors.BodyTimeoutError(`no response body data for ${this.#ms} ms`));
-  };
+  /** Silent for `ms`: the response fails with undici's error. */
+  expire(): void {
+    this.stop();
+    this.#response.abort(new errors.BodyTimeoutError(`no response body data for ${this.ms} ms`));
+  }
 }

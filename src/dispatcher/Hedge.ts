@@ -52,6 +52,8 @@ export class Hedging {
    */
   #credit = HEDGE_BURST * 100;
   readonly #samples = new Float64Array(SAMPLES);
+  /** Where the samples are copied to pick the percentile. */
+  readonly #scratch = new Float64Array(SAMPLES);
   #count = 0;
   #delay: number;
   readonly #waiting = new Map<Hedgeable, number>();
@@ -123,9 +125,9 @@ export class Hedging {
     if (!isOut(endpoint)) this.#credit -= 100;
   }
 
-  /** A short request's response headers came from `endpoint`, `ms` after its attempt was sent. */
-  answered(endpoint: Endpoint, ms: number): void {
-    endpoint.lastAnswerAt = this.#clock.now();
+  /** A short request's response headers came from `endpoint` at clock time `now`, `ms` after its attempt was sent. */
+  answered(endpoint: Endpoint, ms: number, now = this.#clock.now()): void {
+    endpoint.lastAnswerAt = now;
     if (this.#credit < HEDGE_BURST * 100) this.#credit += HEDGE_PERCENT;
     this.#wins.delete(endpoint);
     this.#samples[this.#count++ % SAMPLES] = ms;
@@ -184,10 +186,38 @@ export class Hedging {
 
   #recompute(): void {
     const n = Math.min(this.#count, SAMPLES);
-    const sorted = this.#samples.slice(0, n).sort();
-    const at = sorted[Math.min(n - 1, Math.floor((n * this.#settings.percentile) / 100))]!;
+    const scratch = this.#scratch;
+    scratch.set(n === SAMPLES ? this.#samples : this.#samples.subarray(0, n));
+    const at = select(scratch, n, Math.min(n - 1, Math.floor((n * this.#settings.percentile) / 100)));
     this.#delay = Math.min(this.#settings.maxDelayMs, Math.max(this.#settings.minDelayMs, at));
   }
+}
+
+/**
+ * The `k`-th smallest of the first `n` values (Hoare's quickselect, in place): what sorting would
+ * put at `k`, in linear time and without a copy, run every `RECOMPUTE` answers.
+ */
+function select(values: Float64Array, n: number, k: number): number {
+  let lo = 0;
+  let hi = n - 1;
+  while (lo < hi) {
+    const pivot = values[(lo + hi) >> 1]!;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (values[i]! < pivot) i++;
+      while (values[j]! > pivot) j--;
+      if (i <= j) {
+        const swap = values[i]!;
+        values[i++] = values[j]!;
+        values[j--] = swap;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else break;
+  }
+  return values[k]!;
 }
 
 /** Ejected or no longer listed: no new requests go there, so those still waiting there are moved. */

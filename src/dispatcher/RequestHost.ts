@@ -6,6 +6,7 @@ import type { AttemptOutcome, RetryReason } from '../health/outcome.ts';
 import type { Route } from '../net/tls.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
+import type { BodyTimers } from './BodyTimer.ts';
 import type { Hedging } from './Hedge.ts';
 import type { RetryBudget } from './RetryBudget.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
@@ -26,8 +27,9 @@ export interface RequestHost {
   readonly maxHeldResponse: number;
   readonly budget: RetryBudget;
   readonly totals: Totals;
-  /** Times the response bodies (see BodyTimer). */
   readonly clock: Clock;
+  /** Times the response bodies (see BodyTimer). */
+  readonly bodyTimers: BodyTimers;
   /** Hedged requests (short GET/HEAD), unless turned off. */
   readonly hedging: Hedging | undefined;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */

@@ -4,6 +4,7 @@ import test from 'ava';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../../src/balancer/Endpoint.ts';
 import { BalancedRequest } from '../../src/dispatcher/BalancedRequest.ts';
+import { BodyTimers } from '../../src/dispatcher/BodyTimer.ts';
 import { Hedging } from '../../src/dispatcher/Hedge.ts';
 import type { RequestHost } from '../../src/dispatcher/RequestHost.ts';
 import { RetryBudget } from '../../src/dispatcher/RetryBudget.ts';
@@ -33,6 +34,7 @@ function setUp() {
     budget,
     totals: new Totals('static:///test'),
     clock,
+    bodyTimers: new BodyTimers(clock),
     hedging,
     pick: (_longRunning, _probationOk, exclude) => {
       const ready = endpoints.filter((e) => !exclude?.has(e) && !ejected.has(e));
