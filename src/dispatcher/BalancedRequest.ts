@@ -12,7 +12,7 @@ import { framerFor } from './framing/framerFor.ts';
 import type { WatchFramer } from './framing/WatchFramer.ts';
 import type { Hedgeable } from './Hedge.ts';
 import { HeldResponse, fitsHold } from './HoldBack.ts';
-import { ProxyController, type AbortBetweenAttempts } from './ProxyController.ts';
+import { ProxyController } from './ProxyController.ts';
 import type { Route } from '../net/tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
 import type { DescribedRequest, RequestHost } from './RequestHost.ts';
@@ -54,9 +54,10 @@ interface Reservation {
  * type is passed through unchanged: with no boundary to end at, it is never moved, and a broken
  * connection reaches the caller as the error it is.
  */
-export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, DescribedRequest, Hedgeable, AttemptOwner {
+export class BalancedRequest extends ProxyController implements MovableWatch, DescribedRequest, Hedgeable, AttemptOwner {
   readonly host: RequestHost;
   readonly downstream: Handler;
+  /** The controller the caller sees: this request itself. */
   readonly proxy: ProxyController;
   readonly longRunning: boolean;
   /** A watch (`watch=true` or a `/watch/` path): its stream can end cleanly at an event boundary. */
@@ -88,12 +89,18 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
   #watching: Attempt | undefined;
   #framer: WatchFramer | undefined;
   finished = false;
+  // Hedging's (see Hedgeable): set here so that every request has the same shape.
+  hedgeSince = 0;
+  hedgePrev: Hedgeable | undefined = undefined;
+  hedgeNext: Hedgeable | undefined = undefined;
+  hedgeQueued = false;
 
   /**
    * `opts` are this request's own copy, already addressed (Host header, servername, timeouts): every
    * attempt sends them as they are, since an undici Pool dials its own origin whatever `opts.origin` says.
    */
   constructor(host: RequestHost, route: Route, opts: DispatchOptions, downstream: Handler, longRunning: boolean, watch = false) {
+    super();
     this.host = host;
     this.downstream = downstream;
     this.longRunning = longRunning;
@@ -107,7 +114,7 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     opts.bodyTimeout = 0;
     this.timed = !longRunning && isPointRead(method, opts.path);
     this.#opts = opts;
-    this.proxy = new ProxyController(this);
+    this.proxy = this;
     host.budget.requests++;
     host.totals.requests++;
   }
@@ -238,7 +245,6 @@ export class BalancedRequest implements MovableWatch, AbortBetweenAttempts, Desc
     this.#send(next.endpoint, next.budgeted);
   }
 
-  /** The caller aborted while no attempt was running (a retry about to be sent). */
   abortedBetweenAttempts(reason: Error): void {
     this.#fail(reason, false);
   }

@@ -10,9 +10,17 @@ export interface HedgeSettings {
   percentile: number;
 }
 
-/** A request that may be hedged: its timer fires once it has waited the hedge delay without a response. */
+/**
+ * A request that may be hedged: its timer fires once it has waited the hedge delay without a
+ * response. The `hedge*` fields are `Hedging`'s own (the request's place in its waiting list, and
+ * since when it waits): a request carries them, so waiting costs no map entry.
+ */
 export interface Hedgeable {
   hedge(): void;
+  hedgeSince?: number;
+  hedgePrev?: Hedgeable | undefined;
+  hedgeNext?: Hedgeable | undefined;
+  hedgeQueued?: boolean;
 }
 
 /** Recent times to first byte kept for the delay (a ring); it is recomputed every `RECOMPUTE` samples. */
@@ -39,7 +47,7 @@ const HEDGE_BURST = 100;
  * answered nothing for twice the delay is reported silent, so new requests stop going there long
  * before a probe or an HTTP/2 PING could tell (a wrong guess costs one ejection, no request).
  *
- * One timer serves every request: waiting requests sit in a map (O(1) in and out, no timer per
+ * One timer serves every request: waiting requests sit in a list (O(1) in and out, no timer per
  * request), swept when the first is due, at most every eighth of the delay.
  */
 export class Hedging {
@@ -56,7 +64,9 @@ export class Hedging {
   readonly #scratch = new Float64Array(SAMPLES);
   #count = 0;
   #delay: number;
-  readonly #waiting = new Map<Hedgeable, number>();
+  /** Requests waiting, oldest first (a list through their `hedge*` fields: O(1) in and out). */
+  #head: Hedgeable | undefined;
+  #tail: Hedgeable | undefined;
   #timer: ClockTimer | undefined;
   #timerAt = 0;
   /** The sweep due now was put off once, so that what our stall left unread is read first. */
@@ -88,7 +98,16 @@ export class Hedging {
 
   /** `request` may be hedged once it, and its endpoint, have been silent for the delay from `since`. */
   wait(request: Hedgeable, since: number): void {
-    this.#waiting.set(request, since);
+    request.hedgeSince = since;
+    if (!request.hedgeQueued) {
+      request.hedgeQueued = true;
+      const tail = this.#tail;
+      request.hedgePrev = tail;
+      request.hedgeNext = undefined;
+      if (tail) tail.hedgeNext = request;
+      else this.#head = request;
+      this.#tail = request;
+    }
     const due = since + this.#delay;
     // One timer for all; rescheduled only when this one is due well before it would fire.
     if (this.#timer !== undefined) {
@@ -100,7 +119,14 @@ export class Hedging {
 
   /** No hedge for `request` after all (a response came, it ended, or it was hedged). */
   cancel(request: Hedgeable): void {
-    this.#waiting.delete(request);
+    if (!request.hedgeQueued) return;
+    request.hedgeQueued = false;
+    const { hedgePrev: prev, hedgeNext: next } = request;
+    if (prev) prev.hedgeNext = next;
+    else this.#head = next;
+    if (next) next.hedgePrev = prev;
+    else this.#tail = prev;
+    request.hedgePrev = request.hedgeNext = undefined;
   }
 
   /**
@@ -145,7 +171,7 @@ export class Hedging {
   close(): void {
     if (this.#timer) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#waiting.clear();
+    while (this.#head) this.cancel(this.#head);
   }
 
   #sweep(): void {
@@ -163,17 +189,18 @@ export class Hedging {
     const due = now - delay;
     const hedged: Hedgeable[] = [];
     let next = Infinity;
-    for (const [request, since] of this.#waiting) {
+    for (let request = this.#head; request; request = request.hedgeNext) {
+      const since = request.hedgeSince!;
       if (since <= due) hedged.push(request);
       else if (since < next) next = since;
     }
     for (const request of hedged) {
-      this.#waiting.delete(request);
+      this.cancel(request);
       // It may wait again (from a later time), which sets the timer.
       request.hedge();
     }
-    if (this.#timer !== undefined || this.#waiting.size === 0) return;
-    if (next === Infinity) for (const since of this.#waiting.values()) next = Math.min(next, since);
+    if (this.#timer !== undefined || !this.#head) return;
+    if (next === Infinity) for (let request: Hedgeable | undefined = this.#head; request; request = request.hedgeNext) next = Math.min(next, request.hedgeSince!);
     // No sooner than an eighth of the delay: a sweep serves every request due by then.
     this.#schedule(Math.max(next + delay - now, delay / 8));
   }
