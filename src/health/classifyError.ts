@@ -32,6 +32,10 @@ export function classifyError(error: unknown): FailureKind {
   // A response undici's HTTP/1.1 parser cannot read (its code, HPE_*, is sometimes missing): the
   // connection is destroyed, as when it breaks; the endpoint answered garbage.
   if (name === 'HTTPParserError') return 'reset';
+  // undici 8's HTTP/1.1 client fails a request with its own AssertionError when the answer breaks
+  // its state (a bare `101` to a plain GET: llhttp pauses on every 101, undici asserts it asked for
+  // an upgrade) and destroys the socket with it: the same garbage answer, the same broken connection.
+  if (code === 'ERR_ASSERTION') return 'reset';
   if (typeof code !== 'string') return 'other';
   if (CONNECT.has(code)) return 'connect';
   if (TLS.has(code) || TLS_PREFIXES.some((p) => code.startsWith(p))) return 'tls';
