@@ -10,7 +10,9 @@ const CONNECT = new Set([
   'ETIMEDOUT',
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
-const RESET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED']);
+// UND_ERR_RES_CONTENT_LENGTH_MISMATCH: a content-length that contradicts the framing (or the bytes
+// that came); undici destroys the connection with it, so the answer is as broken as a reset.
+const RESET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED', 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH']);
 const TIMEOUT = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 // OpenSSL verification failures surface with these codes (node's tls module passes them through).
 const TLS_PREFIXES = ['ERR_TLS_', 'ERR_SSL_', 'CERT_', 'UNABLE_TO_', 'ERR_OSSL_'];
