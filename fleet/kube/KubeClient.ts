@@ -38,6 +38,8 @@ const PATH = { get: '/api/v1/namespaces/default/configmaps/x', list: '/api/v1/po
 /** kube-balancer's settings that the simulation uses, from the library's own defaults. */
 export interface KubeSettings {
   policy: Policy;
+  /** `probe.intervalMs` (default: the library's). */
+  probeIntervalMs?: number;
 }
 
 /**
@@ -67,6 +69,8 @@ export class KubeClient implements Transport {
 
   /** Told every endpoint set the resolver hands on (for measuring how soon clients learn of a change). */
   onSet: ((addresses: readonly EndpointAddress[]) => void) | undefined;
+  /** Told the address of every endpoint the health tracker drains or ejects (for measuring how soon a shutdown is seen). */
+  onDrain: ((address: string) => void) | undefined;
 
   constructor(clock: Scheduler, random: Random, servers: ReadonlyMap<string, Apiserver>, resolver: Resolver, settings: KubeSettings) {
     const o = defaultOptions;
@@ -81,8 +85,11 @@ export class KubeClient implements Transport {
       clock,
       {
         changed: () => this.#set.rebuild(),
-        eject: (endpoint) => void endpoint.ejections++,
-        drain: () => {},
+        eject: (endpoint) => {
+          endpoint.ejections++;
+          this.onDrain?.(endpoint.address);
+        },
+        drain: (endpoint) => this.onDrain?.(endpoint.address),
         restore: () => this.#rebalancer.nudge(),
         unreachable: (endpoint) => void this.#connections.delete(endpoint),
       },
@@ -94,7 +101,7 @@ export class KubeClient implements Transport {
       earned: (now) => this.#budget.earn(now),
       refresh: () => resolver.refresh?.(),
     });
-    this.#prober = new Prober({ ...o.probe, headers: {} }, clock, (endpoint) => this.#probe(endpoint), (endpoint, result) => this.#health.probeResult(endpoint, result), random);
+    this.#prober = new Prober({ ...o.probe, intervalMs: settings.probeIntervalMs ?? o.probe.intervalMs, headers: {} }, clock, (endpoint) => this.#probe(endpoint), (endpoint, result) => this.#health.probeResult(endpoint, result), random);
     this.#host = this.#requestHost(new Totals('fleet'));
     resolver.start({
       endpoints: (set) => this.#onEndpoints(set),
