@@ -230,9 +230,16 @@ const CONNECT = Promise.resolve('connect' as const);
 const PICK_SHORT = { longRunning: false } as const;
 const PICK_LONG = { longRunning: true } as const;
 
+/** The error undici would report, without a stack: capturing one per failed attempt was a percent of a run, and nothing reads it. */
 function wireError(code: WireError): Error {
-  if (code === 'GOAWAY') return new Error('HTTP/2: "GOAWAY" frame received with code 0');
-  return Object.assign(new Error(code === 'ECONNREFUSED' ? 'connect ECONNREFUSED' : 'read ECONNRESET'), { code });
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    if (code === 'GOAWAY') return new Error('HTTP/2: "GOAWAY" frame received with code 0');
+    return Object.assign(new Error(code === 'ECONNREFUSED' ? 'connect ECONNREFUSED' : 'read ECONNRESET'), { code });
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }
 
 const REFUSED_CONTROLLER: Controller = { aborted: false, paused: false, reason: null, abort: () => {}, pause: () => {}, resume: () => {} };
