@@ -21,7 +21,7 @@ const chartsDir = join(import.meta.dirname, 'charts');
 const SCENARIOS: Record<string, string> = {
   equal: 'Equal servers: three 20-ms servers, 64 requests at once (saturated). Ideal: 600 req/s, the sum of the capacities.',
   slow: 'One slow server: 20/20/100 ms, 64 requests at once (saturated). Ideal: 440 req/s, the sum of the capacities.',
-  'slow-light': 'One slow server, light load: 20/20/100 ms, 110 req/s paced (a quarter of the capacities). Target p99 ≤ 26 ms (1.3 × the fast service time).',
+  'slow-light': 'One slow server, light load: 20/20/100 ms, 110 req/s paced (a quarter of the capacities), measured for 10 s (1,100 requests, so that the p99 is the 11th slowest request, not the 4th of 330). Target p99 ≤ 26 ms (1.3 × the fast service time).',
   crash: 'A crash: three 20-ms servers at 200 req/s; server 0 is killed (SIGKILL) at a third of the run.',
   blackhole: 'A black hole: the same; server 0 is stopped (SIGSTOP) at a third of the run: connections stay open, nothing answers, not even HTTP/2 PINGs.',
   drain: 'A graceful drain: the same; server 0 starts shutting down at a third of the run (/readyz fails, 429 + Retry-After, GOAWAY).',
