@@ -82,6 +82,16 @@ test('lightly loaded, a 5× slower endpoint gets well under 1 % in steady state:
   t.true(p99(sim, from) <= 22, `p99 ${p99(sim, from)} ms`);
 });
 
+test("a busy machine's stalls (a process not run for 40 ms, every 300 ms) hardly widen the slow one's share", (t) => {
+  // The stalls hit the fast endpoints' answers as much as the slow one's: the estimate must come
+  // back down quickly after each, or the fast ones look slower for as long (with a 1-s fall: 1.5–1.9 %).
+  const sim = simulate({ serviceMs: [20, 20, 100], rate: 110, stalls: { everyMs: 300, ms: 40 } });
+  const from = sim.clock.now() + 2_000;
+  sim.run(32_000);
+  const share = sim.share(2, from, from + 30_000);
+  t.true(share < 0.01, `slow share ${share}`);
+});
+
 test('at any rate a down-weighted endpoint is tried about every PROBE_MS, one probe at a time, and comes back from one', (t) => {
   // 2 requests a second: its factor alone would give it one request a minute or two. (It takes its
   // first five answers, a third of the requests, some 8 s here, before it is judged at all.)
