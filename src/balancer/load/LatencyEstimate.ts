@@ -5,16 +5,15 @@
  * Finagle and Linkerd reset to any higher sample (the peak), which suits their power of two choices
  * that re-reads in-flight counts per request, but here one stray slow answer would unbalance a
  * weighted order for a whole decay time; at 200 answers a second a single 3× outlier moves this
- * estimate by ~7 %, while a server that really turned slow is followed within ~300 ms. Falling
- * takes twice as long, not longer: a slow spell of the *fast* endpoints (a cold start's handshakes
- * and JIT, a busy machine's stalls) narrows their lead over a slow one for as long as it lingers,
- * and at τ = 1 s (as before) a cold client's fast estimates took ~4 s to come down from 140 ms
- * (`npm run bench -- compare`, BENCH_TRACE=1), sending the slow one a tenth of the requests
- * meanwhile. At a few answers a second each sample all but replaces the last, so a rarely used
- * endpoint is judged by its latest answer.
+ * estimate by ~7 %, while a server that really turned slow is followed within ~300 ms. At a few
+ * answers a second each sample all but replaces the last, so a rarely used endpoint is judged by
+ * its latest answer. A faster fall was tried (τ = 300 ms): a busy machine's stalls then narrow the
+ * fast endpoints' lead over a slow one for less long (simulated, 40-ms stalls every 300 ms: the
+ * slow one's light-load share 1.4 % → 0.6 %), but equal endpoints, saturated, react to every
+ * stall (throughput 0.95 → 0.87 of the capacities; round robin 0.965).
  */
 const RISE_MS = 150;
-const FALL_MS = 300;
+const FALL_MS = 1_000;
 
 /**
  * One endpoint's observed latency (ms) for requests of one shape — short GETs of one named object,
