@@ -14,6 +14,14 @@
  */
 const RISE_MS = 150;
 const FALL_MS = 1_000;
+/**
+ * For this long (ms) after an endpoint's first answer the estimate falls as fast as it rises: a
+ * cold client's first answers are slow everywhere (TLS handshakes, JIT, a busy start) and a slow
+ * fall remembered them for seconds — traced on real sockets, the fast endpoints still at 130–140 ms
+ * after a 500-ms warm-up, which narrowed their lead over a 100-ms endpoint (factor 0.64 instead of
+ * 0.005) and sent it a share of the next second's requests.
+ */
+const LEARN_MS = 2_000;
 
 /**
  * One endpoint's observed latency (ms) for requests of one shape — short GETs of one named object,
@@ -39,6 +47,8 @@ export class LatencyEstimate {
   alone = false;
   /** Since when requests have been in flight with none finishing: the last end, or the start that ended an idle spell. */
   #waitingSince = 0;
+  /** Clock time of the first sample. */
+  #firstAt = 0;
   /** The most timed requests in flight at once since the last idle spell ended. */
   #crowd = 0;
 
@@ -68,12 +78,13 @@ export class LatencyEstimate {
       if (!censored) {
         this.value = ms;
         this.sampledAt = now;
+        this.#firstAt = now;
         this.alone = alone;
       }
       return;
     }
     if (censored && ms <= value) return;
-    const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (ms > value ? RISE_MS : FALL_MS));
+    const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (ms > value || now - this.#firstAt < LEARN_MS ? RISE_MS : FALL_MS));
     this.value = value + weight * (ms - value);
     this.sampledAt = now;
     this.alone = alone;

@@ -16,7 +16,7 @@ test('the first sample sets the estimate; it rises within ~300 ms and falls over
   t.true(Number.isNaN(estimate.value));
   let now = feed(estimate, 0, 1, 20, 5);
   t.is(estimate.value, 20);
-  now = feed(estimate, now, 200, 20, 5);
+  now = feed(estimate, now, 500, 20, 5); // past the first 2 s, where it falls fast too
   now = feed(estimate, now, 60, 100, 5); // 300 ms of a 5× slower server
   t.true(estimate.value > 85, `rose to ${estimate.value}`);
   feed(estimate, now, 60, 20, 5); // 300 ms back to normal
@@ -75,4 +75,14 @@ test('alone: a sample of a request that had the endpoint to itself, not of one t
   estimate.begin(2_000);
   estimate.end(2_100, 100, false);
   t.true(estimate.alone);
+});
+
+test("a cold start's slow first answers are forgotten within a second; later on the estimate falls over ~1 s again", (t) => {
+  const estimate = new LatencyEstimate();
+  let now = feed(estimate, 0, 10, 140, 50); // 500 ms of handshakes and a cold JIT
+  now = feed(estimate, now, 50, 20, 20); // then 1 s of 20-ms answers
+  t.true(estimate.value < 25, `${estimate.value}`);
+  now = feed(estimate, now + 5_000, 20, 140, 20); // much later, a slow patch
+  feed(estimate, now, 50, 20, 20);
+  t.true(estimate.value > 30, `the fall is slow again: ${estimate.value}`);
 });
