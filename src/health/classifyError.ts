@@ -10,7 +10,9 @@ const CONNECT = new Set([
   'ETIMEDOUT',
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
-const RESET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED']);
+// UND_ERR_RES_CONTENT_LENGTH_MISMATCH: a content-length that contradicts the framing (or the bytes
+// that came); undici destroys the connection with it, so the answer is as broken as a reset.
+const RESET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED', 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH']);
 const TIMEOUT = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 // OpenSSL verification failures surface with these codes (node's tls module passes them through).
 const TLS_PREFIXES = ['ERR_TLS_', 'ERR_SSL_', 'CERT_', 'UNABLE_TO_', 'ERR_OSSL_'];
@@ -32,6 +34,10 @@ export function classifyError(error: unknown): FailureKind {
   // A response undici's HTTP/1.1 parser cannot read (its code, HPE_*, is sometimes missing): the
   // connection is destroyed, as when it breaks; the endpoint answered garbage.
   if (name === 'HTTPParserError') return 'reset';
+  // undici 8's HTTP/1.1 client fails a request with its own AssertionError when the answer breaks
+  // its state (a bare `101` to a plain GET: llhttp pauses on every 101, undici asserts it asked for
+  // an upgrade) and destroys the socket with it: the same garbage answer, the same broken connection.
+  if (code === 'ERR_ASSERTION') return 'reset';
   if (typeof code !== 'string') return 'other';
   if (CONNECT.has(code)) return 'connect';
   if (TLS.has(code) || TLS_PREFIXES.some((p) => code.startsWith(p))) return 'tls';

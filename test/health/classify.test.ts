@@ -42,6 +42,12 @@ test('a response undici cannot parse (HTTPParserError, with or without an HPE_ c
   t.is(classifyError(Object.assign(new undici.errors.HTTPParserError('Response does not match the HTTP/1.1 protocol (Expected HTTP/)'), { code: 'HPE_INVALID_CONSTANT' })), 'reset');
 });
 
+test('undici’s own AssertionError (its HTTP/1.1 client on a bare 101 answer) and a content-length mismatch are broken connections too', (t) => {
+  // Found by the HTTP/1.1 fuzz; end to end in test/dispatcher/brokenAnswers.test.ts.
+  t.is(classifyError(err('UND_ERR_RES_CONTENT_LENGTH_MISMATCH')), 'reset');
+  t.is(classifyError(Object.assign(new Error('The expression evaluated to a falsy value'), { name: 'AssertionError', code: 'ERR_ASSERTION' })), 'reset');
+});
+
 test('an HTTP/2 stream the server reset or closed early (undici’s UND_ERR_INFO) is a broken request: a GET goes elsewhere', (t) => {
   // Found by the HTTP/2 fuzzing: 254 of 117,605 requests reached the caller as 'other' errors, never retried.
   for (const message of [
