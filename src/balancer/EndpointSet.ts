@@ -55,7 +55,10 @@ export class EndpointSet {
   /** Whether endpoints' weights follow their load (`'weighted-round-robin'`). */
   readonly #loadAware: boolean;
   #reweighedAt = -Infinity;
-  /** An endpoint whose factor is down, due a probe: the next short request that is no retry goes there. */
+  /**
+   * An endpoint whose factor is down, due a probe: the next idempotent short request that is no
+   * retry goes there (never a write: the endpoint is suspect, and a write that fails is not retried).
+   */
   #probe: Endpoint | undefined;
 
   /** `options`: the balancer's (validated, with its defaults). */
@@ -85,7 +88,7 @@ export class EndpointSet {
 
   pick(request: PickRequest): Endpoint | undefined {
     const probe = this.#probe;
-    if (probe !== undefined && !request.longRunning && request.exclude === undefined) {
+    if (probe !== undefined && request.idempotent === true && request.exclude === undefined) {
       this.#probe = undefined;
       if (probe.state === 'ready' && !probe.removed) return probe;
     }

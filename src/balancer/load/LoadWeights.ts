@@ -36,7 +36,7 @@ const MIN_FACTOR = 0.002;
 const STALE_MS = 3_000;
 /**
  * An endpoint whose factor is down and that has had no timed request for this long (ms), none in
- * flight, gets the next short request: a probe, so that at any request rate a slow endpoint is
+ * flight, gets the next short GET or HEAD that is no retry: a probe, so that at any request rate a slow endpoint is
  * tried again within seconds, and comes back if it recovered (an answer seconds after the last all
  * but replaces the estimate).
  */
