@@ -3,7 +3,9 @@
 // each, over three capacity-bound servers in child processes (4 requests at once each, bench/server.ts):
 //   equal       three 20-ms servers, 64 requests at once (saturated): ideal 600 req/s
 //   slow        20/20/100 ms, 64 at once: ideal 440 req/s, the sum of the capacities
-//   slow-light  20/20/100 ms, paced at 110 req/s (a quarter of the capacities): p99 vs 20 ms
+//   slow-light  20/20/100 ms, paced at 110 req/s (a quarter of the capacities): p99 vs 20 ms,
+//               measured for 10 s (1,100 requests) so that its p99 is the 11th slowest, not the 4th
+//               (330 requests in 3 s: one or two requests on the slow server or one GC decided it)
 //   crash       three 20-ms servers at 200 req/s; server 0 is SIGKILLed at 1/3 of the run
 //   blackhole   the same; server 0 is SIGSTOPped (connections stay open, nothing answers)
 //   drain       the same; server 0 shuts down gracefully (/readyz fails, 429 + Retry-After, GOAWAY)
@@ -11,7 +13,8 @@
 // process's user+system time (process.cpuUsage) over the requests completed; the servers and
 // haproxy run in other processes (haproxy's own CPU is read from /proc and shown apart).
 // Results: bench/results/compare.json, and a copy in bench/runs/ for `npm run bench:report`.
-// BENCH_ONLY=equal,slow and BENCH_CLIENTS=kube-balancer,haproxy limit a run.
+// BENCH_ONLY=equal,slow and BENCH_CLIENTS=kube-balancer,haproxy limit a run; BENCH_TRACE=1 prints
+// where each cell's tail comes from (bench/trace.ts).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +23,7 @@ import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { Haproxy } from '../fixtures/haproxy/Haproxy.ts';
 import { createBalancer, type Policy } from '../src/index.ts';
 import { percentile, startServerProcess, table, writeResults, type ServerProcess } from './lib.ts';
+import { Trace, type Sample } from './trace.ts';
 
 const HOSTS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
 const PATH = '/api/v1/namespaces/default/configmaps/bench';
@@ -36,6 +40,8 @@ interface Scenario {
   concurrency?: number;
   /** Open loop: requests per second, evenly paced. */
   rate?: number;
+  /** Milliseconds measured, if not BENCH_MS. */
+  ms?: number;
   /** What happens to server 0 at a third of the run. */
   event?: (server: ServerProcess) => void;
   /** Requests per second a perfect client would complete. */
@@ -47,26 +53,35 @@ const capacity = (serviceMs: number[]): number => serviceMs.reduce((sum, ms) => 
 const SCENARIOS: Scenario[] = [
   { name: 'equal', serviceMs: [20, 20, 20], concurrency: 64, ideal: capacity([20, 20, 20]) },
   { name: 'slow', serviceMs: [20, 20, 100], concurrency: 64, ideal: capacity([20, 20, 100]) },
-  { name: 'slow-light', serviceMs: [20, 20, 100], rate: 110, ideal: 110 },
+  { name: 'slow-light', serviceMs: [20, 20, 100], rate: 110, ideal: 110, ms: Math.max(MS, 10_000) },
   { name: 'crash', serviceMs: [20, 20, 20], rate: 200, ideal: 200, event: (s) => void s.child.kill('SIGKILL') },
   { name: 'blackhole', serviceMs: [20, 20, 20], rate: 200, ideal: 200, event: (s) => void s.child.kill('SIGSTOP') },
   { name: 'drain', serviceMs: [20, 20, 20], rate: 200, ideal: 200, event: (s) => s.send({ drain: true }) },
 ];
 
+/** An answer's status, and its `x-served` header (server and its own time, for `BENCH_TRACE`). */
+interface Answer {
+  status: number;
+  served: string;
+}
+
 interface Client {
-  send: (signal: AbortSignal) => Promise<number>;
+  send: (signal: AbortSignal) => Promise<Answer>;
   close: () => Promise<void>;
   proxyPid?: number | undefined;
   /** Hedged requests sent so far (kube-balancer). */
   hedges?: () => number;
+  /** Each endpoint's load factor and latency estimate (kube-balancer), for `BENCH_TRACE`. */
+  weights?: () => string;
 }
 
 type Make = (servers: ServerProcess[]) => Client | Promise<Client>;
 
-const viaDispatcher = (dispatcher: Dispatcher, origin?: string) => async (signal: AbortSignal): Promise<number> => {
+const viaDispatcher = (dispatcher: Dispatcher, origin?: string) => async (signal: AbortSignal): Promise<Answer> => {
   const res = await dispatcher.request({ ...(origin ? { origin } : {}), path: PATH, method: 'GET', headers: { host: `${APISERVER_NAME}:6443` }, signal });
   await res.body.dump();
-  return res.statusCode;
+  const served = res.headers['x-served'];
+  return { status: res.statusCode, served: typeof served === 'string' ? served : '' };
 };
 
 const addresses = (servers: ServerProcess[]): string[] => servers.map((s, i) => `${HOSTS[i]}:${s.port}`);
@@ -75,7 +90,8 @@ function kubeBalancer(policy?: Policy, hedge?: false): Make {
   return (servers) => {
     const origin = `https://${APISERVER_NAME}:6443`;
     const balancer = createBalancer({ origin, target: `static:///${addresses(servers).join(',')}`, tls: { ca: certs.ca }, ...(policy ? { policy } : {}), ...(hedge === false ? { hedge } : {}) });
-    return { send: viaDispatcher(balancer, origin), close: () => balancer.close(), hedges: () => balancer.stats().totals.retries.hedge };
+    const weights = (): string => balancer.endpoints().map((e) => `${e.loadFactor.toFixed(3)}@${e.latencyMs ?? '-'}`).join(' ');
+    return { send: viaDispatcher(balancer, origin), close: () => balancer.close(), hedges: () => balancer.stats().totals.retries.hedge, weights };
   };
 }
 
@@ -156,15 +172,18 @@ export interface Row {
   proxyCpuUs: number | null;
   /** Share of the requests each server counted. */
   share: number[];
+  /** Requests each server counted during the warm-up (a cold client's first 500 ms, 8 at once). */
+  warmup: number[];
   /** kube-balancer: hedges sent while measuring, and those before the event (the steady state). */
   hedges?: number;
   hedgesBefore?: number;
 }
 
 async function measure(scenario: Scenario, name: string, make: Make): Promise<Row> {
+  const trace = process.env.BENCH_TRACE ? new Trace(`${scenario.name} ${name}`) : undefined;
   const servers = await startServers(scenario.serviceMs);
   const client = await make(servers);
-  const samples: Array<{ ms: number; ok: boolean }> = [];
+  const samples: Sample[] = [];
   const counts = async (): Promise<number[]> =>
     Promise.all(
       servers.map(async (s, i) => {
@@ -181,6 +200,8 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
       }),
     );
   let served: number[] = [];
+  let warmup: number[] = [];
+  const ms = scenario.ms ?? MS;
   let hedgesAtStart = 0;
   let hedgesAtEvent = NaN;
   let hedgesAtEnd = 0;
@@ -190,27 +211,31 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
     const one = async (record: boolean): Promise<void> => {
       const start = performance.now();
       let ok = false;
+      let served = '';
       try {
-        ok = (await client.send(AbortSignal.timeout(DEADLINE_MS))) === 200;
+        const answer = await client.send(AbortSignal.timeout(DEADLINE_MS));
+        ok = answer.status === 200;
+        served = answer.served;
       } catch {
         ok = false;
       }
-      if (record) samples.push({ ms: performance.now() - start, ok });
+      if (record) samples.push({ at: start, ms: performance.now() - start, ok, served });
     };
     // Warm up (connections, JIT), then count from zero.
     const warmEnd = performance.now() + WARMUP_MS;
     await Promise.all(Array.from({ length: Math.min(8, scenario.concurrency ?? 8) }, async () => {
       while (performance.now() < warmEnd) await one(false);
     }));
-    await counts();
+    warmup = await counts();
     const start = performance.now();
-    const end = start + MS;
+    const end = start + ms;
     cpu = process.cpuUsage();
+    trace?.begin(start, client.weights);
     proxyCpu = processCpuUs(client.proxyPid);
     let fired = false;
     hedgesAtStart = client.hedges?.() ?? 0;
     const fire = (): void => {
-      if (!fired && scenario.event && performance.now() >= start + MS / 3) {
+      if (!fired && scenario.event && performance.now() >= start + ms / 3) {
         fired = true;
         hedgesAtEvent = client.hedges?.() ?? 0;
         scenario.event(servers[0]!);
@@ -225,7 +250,7 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
       }));
     } else {
       const inFlight: Array<Promise<void>> = [];
-      const total = Math.round((scenario.rate! * MS) / 1000);
+      const total = Math.round((scenario.rate! * ms) / 1000);
       await new Promise<void>((resolve) => {
         const tick = setInterval(() => {
           fire();
@@ -240,6 +265,7 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
       await Promise.all(inFlight);
     }
     cpu = process.cpuUsage(cpu);
+    trace?.end(samples);
     hedgesAtEnd = client.hedges?.() ?? 0;
     proxyCpu = processCpuUs(client.proxyPid) - proxyCpu;
   } finally {
@@ -249,7 +275,7 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
   }
   const latencies = samples.map((s) => s.ms).sort((a, b) => a - b);
   const ok = samples.filter((s) => s.ok).length;
-  const seconds = scenario.concurrency !== undefined ? MS / 1000 : samples.length / scenario.rate!;
+  const seconds = scenario.concurrency !== undefined ? ms / 1000 : samples.length / scenario.rate!;
   const sum = served.reduce((a, b) => a + b, 0) || 1;
   const round = (x: number): number => Math.round(x * 10) / 10;
   return {
@@ -264,6 +290,7 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
     cpuUs: cpu ? round((cpu.user + cpu.system) / Math.max(1, samples.length)) : NaN,
     proxyCpuUs: Number.isNaN(proxyCpu) ? null : round(proxyCpu / Math.max(1, samples.length)),
     share: served.map((n) => Math.round((1000 * n) / sum) / 1000),
+    warmup,
     ...(client.hedges ? { hedges: hedgesAtEnd - hedgesAtStart, hedgesBefore: (Number.isNaN(hedgesAtEvent) ? hedgesAtEnd : hedgesAtEvent) - hedgesAtStart } : {}),
   };
 }
@@ -280,10 +307,10 @@ export async function run(): Promise<unknown> {
       const row = await measure(scenario, name, make);
       rows.push(row);
       const hedged = row.hedges === undefined ? '' : `  hedges ${row.hedges} (${row.hedgesBefore} before the event)`;
-      console.log(`${scenario.name.padEnd(10)} ${name.padEnd(28)} ×ideal ${row.throughput.toFixed(3)}  p50 ${row.p50}  p99 ${row.p99}  max ${row.max} ms  failed ${row.failed}  cpu ${row.cpuUs} µs/req  share ${row.share.join('/')}${hedged}`);
+      console.log(`${scenario.name.padEnd(10)} ${name.padEnd(28)} ×ideal ${row.throughput.toFixed(3)}  p50 ${row.p50}  p99 ${row.p99}  max ${row.max} ms  failed ${row.failed}  cpu ${row.cpuUs} µs/req  share ${row.share.join('/')} (warm-up ${row.warmup.join('/')})${hedged}`);
     }
   }
-  console.log(table(rows.map((r) => ({ ...r, share: r.share.join('/'), proxyCpuUs: r.proxyCpuUs ?? '-', hedges: r.hedges ?? '-', hedgesBefore: r.hedgesBefore ?? '-' }))));
+  console.log(table(rows.map((r) => ({ ...r, share: r.share.join('/'), warmup: r.warmup.join('/'), proxyCpuUs: r.proxyCpuUs ?? '-', hedges: r.hedges ?? '-', hedgesBefore: r.hedgesBefore ?? '-' }))));
   const cpus = os.cpus();
   const result = {
     startedAt,

@@ -71,16 +71,17 @@ function echo(req: Req, res: Res): void {
   });
 }
 
-const answer = (res: Res, size: number): void => {
-  res.writeHead(200, { 'content-type': 'application/json' });
+/** `x-served`: which server answered and how long it held the request (ms), for `BENCH_TRACE`. */
+const answer = (res: Res, size: number, since: number): void => {
+  res.writeHead(200, { 'content-type': 'application/json', 'x-served': `${host} ${(performance.now() - since).toFixed(1)}` });
   res.end(size > 0 ? sized(size) : body);
 };
 
 /** Holds a slot for `serviceMs`, then answers and lets the next waiting request in. */
-const serve = (res: Res, size: number): void => {
+const serve = (res: Res, size: number, since: number): void => {
   busy++;
   setTimeout(() => {
-    answer(res, size);
+    answer(res, size, since);
     busy--;
     waiting.shift()?.();
   }, serviceMs);
@@ -109,9 +110,10 @@ const handler = (req: Req, res: Res): void => {
   if (/[?&]watch=true/.test(req.url ?? '')) return watch(req.url ?? '', res);
   if (req.method === 'POST') return echo(req, res);
   const size = Number(/[?&]size=(\d+)/.exec(req.url ?? '')?.[1] ?? 0);
-  if (slots <= 0) return answer(res, size);
-  if (busy < slots) serve(res, size);
-  else waiting.push(() => serve(res, size));
+  const since = performance.now();
+  if (slots <= 0) return answer(res, size, since);
+  if (busy < slots) serve(res, size, since);
+  else waiting.push(() => serve(res, size, since));
 };
 const bodies = new Map<number, string>();
 function sized(size: number): string {

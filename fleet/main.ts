@@ -18,6 +18,8 @@ const { values } = parseArgs({
     parallel: { type: 'string' },
     'min-ttl': { type: 'string' },
     'dns-ttl': { type: 'string' },
+    'shutdown-delay': { type: 'string' },
+    'probe-interval': { type: 'string' },
     json: { type: 'boolean', default: false },
     out: { type: 'string' },
     help: { type: 'boolean', default: false },
@@ -26,7 +28,8 @@ const { values } = parseArgs({
 
 if (values.help) {
   console.log(`npm run fleet -- [--scenario NAME|all] [--clients N] [--apiservers N] [--seed N] [--minutes N]
-                     [--strategies a,b] [--min-ttl MS] [--dns-ttl S] [--json] [--out DIR]
+                     [--strategies a,b] [--min-ttl MS] [--dns-ttl S] [--shutdown-delay S]
+                     [--probe-interval MS] [--json] [--out DIR]
 scenarios: ${Object.keys(scenarios).join(', ')}`);
   process.exit(0);
 }
@@ -49,6 +52,8 @@ for (const name of names) {
     ...(values.strategies ? { strategies: values.strategies.split(',') } : {}),
     ...(values['min-ttl'] ? { minTtlMs: positive('min-ttl', values['min-ttl']) } : {}),
     ...(values['dns-ttl'] !== undefined ? { dnsTtl: Number(values['dns-ttl']) } : {}),
+    ...(values['shutdown-delay'] !== undefined ? { shutdownDelaySeconds: Number(values['shutdown-delay']) } : {}),
+    ...(values['probe-interval'] ? { probeIntervalMs: positive('probe-interval', values['probe-interval']) } : {}),
     ...(values.parallel ? { parallel: positive('parallel', values.parallel) } : {}),
   });
   results.push(result);

@@ -35,6 +35,13 @@ export interface StrategyResult {
   rejections: number;
   /** `/readyz` probes per second, all apiservers together. */
   probesPerSecond: number;
+  /**
+   * How soon clients saw a shutdown (kube-balancer only): seconds from an apiserver's SIGTERM until
+   * a client drained or ejected it (p50, p95, max over clients × SIGTERMs; null: no SIGTERM or L4),
+   * and the short requests that still reached an apiserver after its SIGTERM.
+   */
+  drainSeenSeconds: { p50: number; p95: number; max: number } | null;
+  requestsAfterSigterm: number;
   dnsQpsPeak: number;
   dnsQpsMean: number;
   /**
@@ -96,6 +103,8 @@ export function summarize(run: StrategyRun): StrategyResult {
     relists: meter.relists,
     rejections: meter.rejections.reduce((a, b) => a + b, 0),
     probesPerSecond: round(meter.probes / meter.seconds),
+    drainSeenSeconds: discovery(meter.drainSeen),
+    requestsAfterSigterm: meter.sigtermArrivals,
     dnsQpsPeak: dns.peak,
     dnsQpsMean: round(dns.mean),
     discoveryLoad: discoveryLoad(meter),
@@ -143,6 +152,8 @@ export function table(result: ScenarioResult): string {
     ['DNS q/s peak', (r) => String(r.dnsQpsPeak)],
     ['DNS q/s mean', (r) => fmt(r.dnsQpsMean)],
     ['probes/s', (r) => fmt(r.probesPerSecond)],
+    ['drain seen s p50/p95', (r) => (r.drainSeenSeconds ? `${fmt(r.drainSeenSeconds.p50)}/${fmt(r.drainSeenSeconds.p95)}` : '-')],
+    ['req after SIGTERM', (r) => String(r.requestsAfterSigterm)],
     ['CPU s', (r) => fmt(r.cpuSeconds)],
   ];
   const strategies = Object.values(result.strategies);

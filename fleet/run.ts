@@ -10,6 +10,7 @@ import { runStrategy, type RunOptions } from './sim/Fleet.ts';
 import type { ChartRun } from './svg.ts';
 import { defaultStrategies, strategies } from './sim/strategies.ts';
 import { dnsCacheDefaults } from '../src/dns/DnsCache.ts';
+import { defaultOptions } from '../src/options/BalancerOptions.ts';
 
 export interface FleetArgs {
   scenario: string;
@@ -23,6 +24,10 @@ export interface FleetArgs {
   minTtlMs?: number;
   /** The SRV record's TTL, s. */
   dnsTtl?: number;
+  /** kube-apiserver's `--shutdown-delay-duration`, s (default 0: NotAcceptingNewRequest once the hooks are done). */
+  shutdownDelaySeconds?: number;
+  /** kube-balancer's `probe.intervalMs` (default: the library's). */
+  probeIntervalMs?: number;
   /** Strategies run at once, each in a worker thread; 1: one after another, in this thread. */
   parallel?: number;
 }
@@ -42,10 +47,12 @@ function runOptions(args: FleetArgs): RunOptions {
     minutes: args.minutes,
     startSpreadMs: 10_000,
     workload: defaultWorkload,
-    apiserver: defaultApiserver,
+    // NotAcceptingNewRequest fires once both the delay has passed and the pre-shutdown hooks are done.
+    apiserver: { ...defaultApiserver, hooksMs: Math.max(defaultApiserver.hooksMs, (args.shutdownDelaySeconds ?? 0) * 1000) },
     lifecycle: defaultLifecycle,
     dns: { ...defaultDns, ...(args.dnsTtl !== undefined ? { ttl: args.dnsTtl } : {}) },
     minTtlMs: args.minTtlMs ?? dnsCacheDefaults.minTtl,
+    probeIntervalMs: args.probeIntervalMs ?? defaultOptions.probe.intervalMs,
   };
 }
 

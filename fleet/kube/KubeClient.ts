@@ -39,6 +39,8 @@ const PATH = { get: '/api/v1/namespaces/default/configmaps/x', list: '/api/v1/po
 /** kube-balancer's settings that the simulation uses, from the library's own defaults. */
 export interface KubeSettings {
   policy: Policy;
+  /** `probe.intervalMs` (default: the library's). */
+  probeIntervalMs?: number;
 }
 
 /**
@@ -69,6 +71,8 @@ export class KubeClient implements Transport {
 
   /** Told every endpoint set the resolver hands on (for measuring how soon clients learn of a change). */
   onSet: ((addresses: readonly EndpointAddress[]) => void) | undefined;
+  /** Told the address of every endpoint the health tracker drains or ejects (for measuring how soon a shutdown is seen). */
+  onDrain: ((address: string) => void) | undefined;
 
   constructor(clock: Scheduler, random: Random, servers: ReadonlyMap<string, Apiserver>, resolver: Resolver, settings: KubeSettings) {
     const o = defaultOptions;
@@ -84,8 +88,11 @@ export class KubeClient implements Transport {
       clock,
       {
         changed: () => this.#set.rebuild(),
-        eject: (endpoint) => void endpoint.ejections++,
-        drain: () => {},
+        eject: (endpoint) => {
+          endpoint.ejections++;
+          this.onDrain?.(endpoint.address);
+        },
+        drain: (endpoint) => this.onDrain?.(endpoint.address),
         restore: () => this.#rebalancer.nudge(),
         unreachable: (endpoint) => void this.#connections.delete(endpoint),
       },
@@ -97,7 +104,7 @@ export class KubeClient implements Transport {
       earned: (now) => this.#budget.earn(now),
       refresh: () => resolver.refresh?.(),
     });
-    this.#prober = new Prober({ ...o.probe, headers: {} }, clock, (endpoint) => this.#probe(endpoint), (endpoint, result) => this.#health.probeResult(endpoint, result), random);
+    this.#prober = new Prober({ ...o.probe, intervalMs: settings.probeIntervalMs ?? o.probe.intervalMs, headers: {} }, clock, (endpoint) => this.#probe(endpoint), (endpoint, result) => this.#health.probeResult(endpoint, result), random);
     this.#host = this.#requestHost(new Totals('fleet'));
     resolver.start({
       endpoints: (set) => this.#onEndpoints(set),
@@ -228,9 +235,16 @@ const CONNECT = Promise.resolve('connect' as const);
 const PICK_SHORT = { longRunning: false } as const;
 const PICK_LONG = { longRunning: true } as const;
 
+/** The error undici would report, without a stack: capturing one per failed attempt was a percent of a run, and nothing reads it. */
 function wireError(code: WireError): Error {
-  if (code === 'GOAWAY') return new Error('HTTP/2: "GOAWAY" frame received with code 0');
-  return Object.assign(new Error(code === 'ECONNREFUSED' ? 'connect ECONNREFUSED' : 'read ECONNRESET'), { code });
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    if (code === 'GOAWAY') return new Error('HTTP/2: "GOAWAY" frame received with code 0');
+    return Object.assign(new Error(code === 'ECONNREFUSED' ? 'connect ECONNREFUSED' : 'read ECONNRESET'), { code });
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }
 
 const REFUSED_CONTROLLER: Controller = { aborted: false, paused: false, reason: null, abort: () => {}, pause: () => {}, resume: () => {} };

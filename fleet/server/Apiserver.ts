@@ -121,6 +121,8 @@ export interface ApiserverMeter {
   rejected(server: number): void;
   /** A `/readyz` probe reached it. */
   probed(server: number): void;
+  /** A short request reached it after SIGTERM (`/readyz` failing): one a client sent before it saw the drain. */
+  afterSigterm(server: number): void;
 }
 
 const SHUTDOWN_429_BODY = '{"kind":"Status","apiVersion":"v1","status":"Failure","message":"The apiserver is shutting down, please try again later.","reason":"TooManyRequests","code":429}';
@@ -226,6 +228,7 @@ export class Apiserver {
       return void this.#later(() => exchange.failed('GOAWAY'));
     }
     this.#meter.arrived(this.index, exchange.kind, exchange.discovery);
+    if ((this.state === 'terminating' || this.state === 'closing') && exchange.kind !== 'watch' && !exchange.discovery) this.#meter.afterSigterm(this.index);
     const stream = new Stream(connection, exchange);
     if (this.state === 'closing' && this.config.sendRetryAfter) {
       // WithRetryAfter: 429 + Retry-After: 5 + Connection: close (GOAWAY on HTTP/2).
@@ -269,6 +272,7 @@ export class Apiserver {
   /** SIGTERM: `/readyz` fails now; NotAcceptingNewRequest after the hooks; exit after that. */
   terminate(then?: () => void): void {
     if (this.state !== 'ready' && this.state !== 'starting') return;
+    this.terminatedAt = this.#clock.now();
     this.#setState('terminating');
     this.#clock.setTimeout(() => {
       if (this.state !== 'terminating') return;
@@ -326,6 +330,8 @@ export class Apiserver {
 
   /** Virtual time it last became ready (0 for the servers ready from the start). */
   readySince = 0;
+  /** Virtual time of its last SIGTERM (`/readyz` failing from then on). */
+  terminatedAt = -Infinity;
 
   #setState(state: ApiserverState): void {
     const wasReady = this.ready;

@@ -33,6 +33,8 @@ export interface RunOptions {
   dns: DnsServerConfig;
   /** `dns.minTtl` of every kube-balancer client, ms. */
   minTtlMs: number;
+  /** `probe.intervalMs` of every kube-balancer client. */
+  probeIntervalMs: number;
 }
 
 /** What a scenario can do to the world while it runs. */
@@ -122,7 +124,10 @@ async function simulate(scenario: Scenario, strategy: Strategy, options: RunOpti
   for (let c = 0; c < options.clients; c++) {
     clock.setTimeout(() => {
       const transport = strategy.kind === 'l4' ? new L4Client(balancer, clock) : kubeClient({ clock, cluster, dns, balancer, slices }, strategy, options, c);
-      if (transport instanceof KubeClient) transport.onSet = discoveryMeter(cluster, meter, clock);
+      if (transport instanceof KubeClient) {
+        transport.onSet = discoveryMeter(cluster, meter, clock);
+        transport.onDrain = drainMeter(cluster, meter, clock);
+      }
       transports.push(transport);
       new Workload(clock, seeded(options.seed, c, 2), meter, options.workload, transport).start();
     }, startRandom() * options.startSpreadMs);
@@ -158,6 +163,19 @@ function discoveryMeter(cluster: Cluster, meter: Meter, clock: Scheduler): (addr
   };
 }
 
+/** Records, per client, how long after an apiserver's SIGTERM the client stopped sending it new requests (drain or ejection). */
+function drainMeter(cluster: Cluster, meter: Meter, clock: Scheduler): (address: string) => void {
+  const seen = new Map<string, number>();
+  return (address) => {
+    const server = cluster.byAddress.get(address);
+    if (!server || !Number.isFinite(server.terminatedAt) || seen.get(address) === server.terminatedAt) return;
+    // Only while this shutdown is under way (SIGTERM until the replacement is ready).
+    if (server.state === 'ready' || server.state === 'starting') return;
+    seen.set(address, server.terminatedAt);
+    meter.drainSeen.push(clock.now() - server.terminatedAt);
+  };
+}
+
 const DNS_CACHE_ENTRIES = 16;
 
 /** What a kube-balancer client's resolver reads: DNS, or the EndpointSlice through the bootstrap server (an L4 balancer). */
@@ -185,5 +203,5 @@ function kubeClient({ clock, cluster, dns, balancer, slices }: Discovery, strate
     const cache = new DnsCache(new SimDnsClient(dns, clock), clock, cacheOptions, random, DNS_CACHE_ENTRIES);
     resolver = new DnsResolver(srvLookup(SRV_NAME), { clock, cache, maxStale: cacheOptions.maxStale, target: `dns+srv:///${SRV_NAME}` });
   }
-  return new KubeClient(clock, random, cluster.byAddress, resolver, { policy: strategy.policy ?? 'round-robin' });
+  return new KubeClient(clock, random, cluster.byAddress, resolver, { policy: strategy.policy ?? 'round-robin', probeIntervalMs: options.probeIntervalMs });
 }

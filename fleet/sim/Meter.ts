@@ -87,6 +87,19 @@ export class Meter implements ApiserverMeter {
     this.probes++;
   }
 
+  /** Short requests that reached an apiserver after its SIGTERM (sent before the client saw the drain). */
+  sigtermArrivals = 0;
+
+  afterSigterm(): void {
+    this.sigtermArrivals++;
+  }
+
+  /**
+   * For each client and each SIGTERM: ms from the SIGTERM until the client's health tracker drained
+   * (or ejected) that endpoint — how soon a drain is seen, by a failing `/readyz` or a shutdown answer.
+   */
+  readonly drainSeen: number[] = [];
+
   dnsQuery(): void {
     this.dns[this.#second()]!++;
   }

@@ -29,6 +29,9 @@ const MAX_SKIPS = 4;
  * requests outstanding and no success for this part of the probe timeout, the endpoint may have
  * just turned into a black hole (connections open, nothing back), and only the probe would tell
  * before the requests' own timeouts. A busy healthy endpoint answers far more often than that.
+ * Long-running requests (watches) do not count: they are outstanding for minutes by design and
+ * answer nothing a success is counted from, so with them every endpoint of an informer's client
+ * looked quiet and was never skipped (`npm run fleet`: a fifth fewer probes without them).
  */
 const QUIET_PART_OF_TIMEOUT = 0.25;
 
@@ -94,7 +97,7 @@ export class Prober {
     const fresh =
       endpoint.state === 'ready' &&
       sinceSuccess < this.#settings.intervalMs &&
-      (endpoint.inFlight === 0 || sinceSuccess < QUIET_PART_OF_TIMEOUT * this.#settings.timeoutMs);
+      (endpoint.inFlight === endpoint.streams || sinceSuccess < QUIET_PART_OF_TIMEOUT * this.#settings.timeoutMs);
     if (fresh && slot.skipped < MAX_SKIPS) {
       slot.skipped++;
       this.#next(slot);

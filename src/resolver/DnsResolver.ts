@@ -52,6 +52,8 @@ export class DnsResolver implements Resolver {
   #listener: ResolverListener | undefined;
   /** The last set handed to the listener, in key order. */
   #current: EndpointAddress[] | undefined;
+  /** `endpointSignature(#current)`, kept: every round compares against it. */
+  #currentSignature = '';
   #negativeSince: number | undefined;
   #staleWarned = false;
   /** The unusable addresses last warned about, so that each listing is warned about once. */
@@ -220,7 +222,9 @@ export class DnsResolver implements Resolver {
   }
 
   #emit(endpoints: EndpointAddress[]): void {
-    if (this.#current && endpointSignature(this.#current) === endpointSignature(endpoints)) return;
+    const signature = endpointSignature(endpoints);
+    if (this.#current && this.#currentSignature === signature) return;
+    this.#currentSignature = signature;
     this.#current = inKeyOrder(endpoints);
     this.#listener!.endpoints(this.#current);
   }

@@ -39,15 +39,18 @@ export function srvLookup(name: string): DnsLookup {
     const unglued = [...new Set(records.map((r) => canonical(r.target)).filter((t) => !answer.glue.has(t)))];
     const addresses = new Map<string, { list: string[]; ttl: number | undefined }>();
     for (const [target, list] of answer.glue) addresses.set(target, { list: [...list], ttl: answer.ttl });
-    await forEachLimited(unglued, TARGET_CONCURRENCY, async (target) => {
-      // Absolute: an SRV target is a full name, the search list must not apply.
-      const both = await Promise.all([
-        cache.lookup(`${target}.`, 'A', force).then((r) => round.use(`A ${target}`, r)),
-        cache.lookup(`${target}.`, 'AAAA', force).then((r) => round.use(`AAAA ${target}`, r)),
-      ]);
-      fold(result, both);
-      addresses.set(target, collect(both));
-    });
+    // CoreDNS glues every target: then there is nothing to wait for (no microtask hop either).
+    if (unglued.length > 0) {
+      await forEachLimited(unglued, TARGET_CONCURRENCY, async (target) => {
+        // Absolute: an SRV target is a full name, the search list must not apply.
+        const both = await Promise.all([
+          cache.lookup(`${target}.`, 'A', force).then((r) => round.use(`A ${target}`, r)),
+          cache.lookup(`${target}.`, 'AAAA', force).then((r) => round.use(`AAAA ${target}`, r)),
+        ]);
+        fold(result, both);
+        addresses.set(target, collect(both));
+      });
+    }
     const byKey = new Map<string, EndpointAddress>();
     for (const r of records) {
       const found = addresses.get(canonical(r.target));
@@ -161,6 +164,7 @@ function collect(lookups: readonly CacheResult[]): { list: string[]; ttl: number
 }
 
 function preferred(addresses: readonly string[]): string | undefined {
+  if (addresses.length <= 1) return addresses[0];
   return [...addresses].sort((a, b) => Number(isIPv4(b)) - Number(isIPv4(a)) || (a < b ? -1 : a > b ? 1 : 0))[0];
 }
 

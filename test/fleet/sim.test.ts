@@ -17,6 +17,24 @@ test('the scheduler runs timers in time order, ties in the order they were set, 
   t.is(clock.now(), 100);
 });
 
+test('the scheduler keeps time order, ties in insertion order, when most timers are cleared (the heap compacts)', async (t) => {
+  const clock = new Scheduler();
+  const random = seeded(7);
+  const expected: Array<{ at: number; n: number }> = [];
+  const seen: number[] = [];
+  for (let n = 0; n < 6000; n++) {
+    // Whole milliseconds, so that many share a time and insertion order decides.
+    const at = Math.floor(random() * 500);
+    const timer = clock.setTimeout(() => seen.push(n), at);
+    // Two in three cleared: well past the point where the heap drops them.
+    if (n % 3 !== 0) clock.clearTimeout(timer);
+    else expected.push({ at, n });
+  }
+  await clock.run(1000);
+  expected.sort((a, b) => a.at - b.at || a.n - b.n);
+  t.deepEqual(seen, expected.map((e) => e.n));
+});
+
 test('the scheduler lets promise continuations run before virtual time moves on', async (t) => {
   const clock = new Scheduler();
   const seen: number[] = [];

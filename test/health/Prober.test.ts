@@ -92,6 +92,25 @@ test('requests in flight and no success for a quarter of the probe timeout: the 
   prober.close();
 });
 
+test('open watches are not requests waiting for an answer: an endpoint holding only watches still skips its probe after a success', async (t) => {
+  const { clock, target, health, prober, probedAt, advance } = setup();
+  const start = clock.now();
+  // Three watches open for the whole run (long-running: counted in inFlight and in streams).
+  target.inFlight = 3;
+  target.streams = 3;
+  // A success 800 ms before the probe falls due: fresh, though far older than a quarter of the probe timeout.
+  await advance(200);
+  health.success(target);
+  await advance(INTERVAL);
+  t.deepEqual(probedAt, [], 'the probe at 1,000 ms is skipped');
+  // One short request outstanding with the same quiet: this probe is sent.
+  target.inFlight = 4;
+  health.success(target);
+  await advance(INTERVAL);
+  t.deepEqual(probedAt, [start + 1.5 * INTERVAL]);
+  prober.close();
+});
+
 test('ejected and draining endpoints are probed every interval, however fresh their last success', async (t) => {
   for (const state of ['ejected', 'draining'] as const) {
     const { target, health, prober, probedAt, advance } = setup();

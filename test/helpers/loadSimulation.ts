@@ -61,6 +61,12 @@ export function simulate(options: {
   seed?: number;
   /** Mean of an exponentially distributed extra delay on every answer (ms): a busy machine's noise. */
   jitterMs?: number;
+  /**
+   * A shared machine's other noise: now and then (exponential gaps of mean `everyMs`) one process
+   * is not scheduled for `ms` — the client (every answer waits) or one server (its answers wait) —
+   * and whatever would have happened meanwhile happens when it runs again.
+   */
+  stalls?: { everyMs: number; ms: number };
 }): Simulation {
   const clock = new FakeClock();
   const random = seeded(options.seed ?? 1);
@@ -75,16 +81,36 @@ export function simulate(options: {
   let sent = 0;
   let end = 0;
   let started = false;
+  // Stall windows of the client (index 0) and of each server (1…), drawn ahead up to 5 minutes.
+  const stalls: Array<Array<[number, number]>> = options.serviceMs.map(() => []);
+  stalls.push([]);
+  if (options.stalls) {
+    const { everyMs, ms } = options.stalls;
+    for (let at = clock.now() - Math.log(1 - random()) * everyMs; at < clock.now() + 300_000; at += -Math.log(1 - random()) * everyMs) {
+      stalls[Math.floor(random() * stalls.length)]!.push([at, at + ms]);
+    }
+  }
+  /** Delay (ms) until `who` (0: the client, 1…: a server) runs again if it is stalled now. */
+  const stalled = (who: number): number => {
+    const now = clock.now();
+    const window = stalls[who]!.find(([from, to]) => from <= now && now < to);
+    return window ? window[1] - now : 0;
+  };
 
   const serve = (server: SimulatedServer, cost: number, answer: () => void): void => {
     const start = (): void => {
       server.busy++;
       const ms = server.serviceMs * cost * (0.95 + 0.1 * random());
       if (!Number.isFinite(ms)) return; // a black hole keeps the slot and never answers
-      clock.setTimeout(() => {
+      const done = (): void => {
         server.busy--;
         answer();
         server.queue.shift()?.();
+      };
+      clock.setTimeout(() => {
+        const wait = stalled(servers.indexOf(server) + 1);
+        if (wait > 0) clock.setTimeout(done, wait);
+        else done();
       }, ms);
     };
     if (server.busy < server.slots) start();
@@ -93,7 +119,7 @@ export function simulate(options: {
 
   const send = (then?: () => void): void => {
     const { timed, cost } = request(sent++);
-    const endpoint = set.pick({ longRunning: false })!;
+    const endpoint = set.pick({ longRunning: false, idempotent: true })!;
     const at = clock.now();
     const i = index.get(endpoint)!;
     picks.push({ at, server: i });
@@ -102,12 +128,18 @@ export function simulate(options: {
     clock.setTimeout(() => {
       serve(servers[i]!, cost, () => {
         const noise = options.jitterMs ? -Math.log(1 - random()) * options.jitterMs : 0;
-        clock.setTimeout(() => {
+        const deliver = (): void => {
+          const wait = stalled(0);
+          if (wait > 0) clock.setTimeout(deliver, wait);
+          else received();
+        };
+        const received = (): void => {
           endpoint.inFlight--;
           set.shortEnded(endpoint, startedAt, false);
           done.push({ at, ms: clock.now() - at, server: i });
           then?.();
-        }, 0.2 + noise);
+        };
+        clock.setTimeout(deliver, 0.2 + noise);
       });
     }, 0.2);
   };

@@ -29,7 +29,7 @@ async function withDnsmasq(config: DnsmasqConfig, run: (dnsmasq: Dnsmasq) => Pro
 }
 
 function balancerOn(dnsmasq: Dnsmasq, target: string): Balancer {
-  return createBalancer({ origin: `https://${APISERVER_NAME}:6443`, target, dns: { servers: [dnsmasq.address] }, tls: { ca: certs.ca } });
+  return createBalancer({ origin: `https://${APISERVER_NAME}:6443`, target, dns: { servers: [dnsmasq.address] }, tls: { ca: certs.ca }, hedge: false }); // exact request counts
 }
 
 const view = (b: Balancer): string[] => b.endpoints().map((e) => `${e.address}:${e.port} p${e.priority} w${e.weight}`);

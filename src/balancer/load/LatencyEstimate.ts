@@ -7,10 +7,21 @@
  * weighted order for a whole decay time; at 200 answers a second a single 3× outlier moves this
  * estimate by ~7 %, while a server that really turned slow is followed within ~300 ms. At a few
  * answers a second each sample all but replaces the last, so a rarely used endpoint is judged by
- * its latest answer.
+ * its latest answer. A faster fall was tried (τ = 300 ms): a busy machine's stalls then narrow the
+ * fast endpoints' lead over a slow one for less long (simulated, 40-ms stalls every 300 ms: the
+ * slow one's light-load share 1.4 % → 0.6 %), but equal endpoints, saturated, react to every
+ * stall (throughput 0.95 → 0.87 of the capacities; round robin 0.965).
  */
 const RISE_MS = 150;
 const FALL_MS = 1_000;
+/**
+ * For this long (ms) after an endpoint's first answer the estimate falls as fast as it rises: a
+ * cold client's first answers are slow everywhere (TLS handshakes, JIT, a busy start) and a slow
+ * fall remembered them for seconds — traced on real sockets, the fast endpoints still at 130–140 ms
+ * after a 500-ms warm-up, which narrowed their lead over a 100-ms endpoint (factor 0.64 instead of
+ * 0.005) and sent it a share of the next second's requests.
+ */
+const LEARN_MS = 2_000;
 
 /**
  * One endpoint's observed latency (ms) for requests of one shape — short GETs of one named object,
@@ -26,13 +37,30 @@ export class LatencyEstimate {
   sampledAt = -Infinity;
   /** Timed requests sent and not finished. */
   inFlight = 0;
+  /** Clock time of the last timed request's start (or of a probe handed out); −Infinity before the first. */
+  startedAt = -Infinity;
+  /**
+   * Whether the sample that last moved `value` was of a request that had the endpoint to itself (no
+   * other timed request of ours in flight there meanwhile): its service time, with no queueing of
+   * ours in it.
+   */
+  alone = false;
   /** Since when requests have been in flight with none finishing: the last end, or the start that ended an idle spell. */
   #waitingSince = 0;
+  /** Clock time of the first sample. */
+  #firstAt = 0;
+  /** The most timed requests in flight at once since the last idle spell ended. */
+  #crowd = 0;
 
   /** A timed request starts. */
   begin(now: number): void {
-    if (this.inFlight === 0) this.#waitingSince = now;
+    if (this.inFlight === 0) {
+      this.#waitingSince = now;
+      this.#crowd = 0;
+    }
     this.inFlight++;
+    this.startedAt = now;
+    if (this.inFlight > this.#crowd) this.#crowd = this.inFlight;
   }
 
   /**
@@ -43,19 +71,23 @@ export class LatencyEstimate {
   end(now: number, ms: number, censored: boolean): void {
     if (this.inFlight > 0) this.inFlight--;
     this.#waitingSince = now;
+    const alone = this.#crowd <= 1;
     if (!censored) this.samples++;
     const value = this.value;
     if (value !== value) {
       if (!censored) {
         this.value = ms;
         this.sampledAt = now;
+        this.#firstAt = now;
+        this.alone = alone;
       }
       return;
     }
     if (censored && ms <= value) return;
-    const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (ms > value ? RISE_MS : FALL_MS));
+    const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (ms > value || now - this.#firstAt < LEARN_MS ? RISE_MS : FALL_MS));
     this.value = value + weight * (ms - value);
     this.sampledAt = now;
+    this.alone = alone;
   }
 
   /**

@@ -16,7 +16,7 @@ test('the first sample sets the estimate; it rises within ~300 ms and falls over
   t.true(Number.isNaN(estimate.value));
   let now = feed(estimate, 0, 1, 20, 5);
   t.is(estimate.value, 20);
-  now = feed(estimate, now, 200, 20, 5);
+  now = feed(estimate, now, 500, 20, 5); // past the first 2 s, where it falls fast too
   now = feed(estimate, now, 60, 100, 5); // 300 ms of a 5× slower server
   t.true(estimate.value > 85, `rose to ${estimate.value}`);
   feed(estimate, now, 60, 20, 5); // 300 ms back to normal
@@ -55,4 +55,34 @@ test('silentFor counts from the last answer while requests are in flight, and is
   t.is(estimate.silentFor(200), 40);
   estimate.end(210, 100, false);
   t.is(estimate.silentFor(300), 0);
+});
+
+test('alone: a sample of a request that had the endpoint to itself, not of one that overlapped another (the last of a drain included)', (t) => {
+  const estimate = new LatencyEstimate();
+  estimate.begin(0);
+  estimate.end(100, 100, false);
+  t.true(estimate.alone);
+  t.is(estimate.startedAt, 0);
+  // Two at once: both waited beside each other, even the one that finished last with nothing else in flight.
+  estimate.begin(1_000);
+  estimate.begin(1_010);
+  estimate.end(1_100, 100, false);
+  t.false(estimate.alone);
+  estimate.end(1_200, 190, false);
+  t.false(estimate.alone, 'the last of a busy spell still overlapped another');
+  t.is(estimate.startedAt, 1_010);
+  // After an idle spell, alone again.
+  estimate.begin(2_000);
+  estimate.end(2_100, 100, false);
+  t.true(estimate.alone);
+});
+
+test("a cold start's slow first answers are forgotten within a second; later on the estimate falls over ~1 s again", (t) => {
+  const estimate = new LatencyEstimate();
+  let now = feed(estimate, 0, 10, 140, 50); // 500 ms of handshakes and a cold JIT
+  now = feed(estimate, now, 50, 20, 20); // then 1 s of 20-ms answers
+  t.true(estimate.value < 25, `${estimate.value}`);
+  now = feed(estimate, now + 5_000, 20, 140, 20); // much later, a slow patch
+  feed(estimate, now, 50, 20, 20);
+  t.true(estimate.value > 30, `the fall is slow again: ${estimate.value}`);
 });
