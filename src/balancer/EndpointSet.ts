@@ -3,7 +3,7 @@ import { LAST_RESORT, type EndpointAddress } from '../resolver/Resolver.ts';
 import { endpointKey } from '../net/endpointKey.ts';
 import { Candidates } from './Candidates.ts';
 import { Endpoint } from './Endpoint.ts';
-import { REWEIGH_MS, probeDue, reweigh } from './load/LoadWeights.ts';
+import { REWEIGH_MS, reweigh } from './load/LoadWeights.ts';
 import type { Picker, PickRequest, Policy } from './Picker.ts';
 import { SchedulePicker } from './SchedulePicker.ts';
 import { EarliestDeadline } from './schedule/EarliestDeadline.ts';
@@ -55,11 +55,6 @@ export class EndpointSet {
   /** Whether endpoints' weights follow their load (`'weighted-round-robin'`). */
   readonly #loadAware: boolean;
   #reweighedAt = -Infinity;
-  /**
-   * An endpoint whose factor is down, due a probe: the next idempotent short request that is no
-   * retry goes there (never a write: the endpoint is suspect, and a write that fails is not retried).
-   */
-  #probe: Endpoint | undefined;
 
   /** `options`: the balancer's (validated, with its defaults). */
   constructor(clock: Clock, options: PickerOptions) {
@@ -87,11 +82,6 @@ export class EndpointSet {
   }
 
   pick(request: PickRequest): Endpoint | undefined {
-    const probe = this.#probe;
-    if (probe !== undefined && request.idempotent === true && request.exclude === undefined) {
-      this.#probe = undefined;
-      if (probe.state === 'ready' && !probe.removed) return probe;
-    }
     return this.#picker.pick(request);
   }
 
@@ -128,7 +118,6 @@ export class EndpointSet {
     if (!this.#loadAware || now - this.#reweighedAt < REWEIGH_MS) return;
     this.#reweighedAt = now;
     if (reweigh(this.#endpoints.values(), now)) this.rebuild();
-    if (this.#probe === undefined && this.#candidates) this.#probe = probeDue(this.#candidates.endpoints, now);
   }
 
   update(addresses: readonly EndpointAddress[]): EndpointSetChange {

@@ -9,8 +9,6 @@ export interface PickRequest {
    * pass it, so the common path stays free of set look-ups.
    */
   exclude?: ReadonlySet<Endpoint> | undefined;
-  /** A GET or HEAD, retried elsewhere if it fails: the only kind a load probe may be (`PROBE_MS`). */
-  idempotent?: boolean;
 }
 
 /**

@@ -286,7 +286,7 @@ export class Balancer extends undici.Dispatcher {
         }
         if (exclude) return this.#set.pick({ longRunning, exclude });
         if (longRunning) return rebalancer?.claim() ?? this.#set.pick(PICK_LONG_RUNNING);
-        return this.#set.pick(probationOk ? PICK_IDEMPOTENT : PICK_SHORT);
+        return this.#set.pick(PICK_SHORT);
       },
       send: (endpoint, route, opts, handler) => this.#pools.get(endpoint, route).dispatch(opts, handler),
       attemptStarted: (endpoint, longRunning, request, attempt, sentAt) => {
@@ -428,7 +428,6 @@ export function createBalancer(options: BalancerOptions): Balancer {
 }
 
 const PICK_SHORT = { longRunning: false } as const;
-const PICK_IDEMPOTENT = { longRunning: false, idempotent: true } as const;
 const PICK_LONG_RUNNING = { longRunning: true } as const;
 
 /** Where an attempt's outcome is counted in `Endpoint.outcomes`. */

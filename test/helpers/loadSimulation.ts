@@ -119,7 +119,7 @@ export function simulate(options: {
 
   const send = (then?: () => void): void => {
     const { timed, cost } = request(sent++);
-    const endpoint = set.pick({ longRunning: false, idempotent: true })!;
+    const endpoint = set.pick({ longRunning: false })!;
     const at = clock.now();
     const i = index.get(endpoint)!;
     picks.push({ at, server: i });

@@ -37,30 +37,15 @@ export class LatencyEstimate {
   sampledAt = -Infinity;
   /** Timed requests sent and not finished. */
   inFlight = 0;
-  /** Clock time of the last timed request's start (or of a probe handed out); −Infinity before the first. */
-  startedAt = -Infinity;
-  /**
-   * Whether the sample that last moved `value` was of a request that had the endpoint to itself (no
-   * other timed request of ours in flight there meanwhile): its service time, with no queueing of
-   * ours in it.
-   */
-  alone = false;
   /** Since when requests have been in flight with none finishing: the last end, or the start that ended an idle spell. */
   #waitingSince = 0;
   /** Clock time of the first sample. */
   #firstAt = 0;
-  /** The most timed requests in flight at once since the last idle spell ended. */
-  #crowd = 0;
 
   /** A timed request starts. */
   begin(now: number): void {
-    if (this.inFlight === 0) {
-      this.#waitingSince = now;
-      this.#crowd = 0;
-    }
+    if (this.inFlight === 0) this.#waitingSince = now;
     this.inFlight++;
-    this.startedAt = now;
-    if (this.inFlight > this.#crowd) this.#crowd = this.inFlight;
   }
 
   /**
@@ -71,7 +56,6 @@ export class LatencyEstimate {
   end(now: number, ms: number, censored: boolean): void {
     if (this.inFlight > 0) this.inFlight--;
     this.#waitingSince = now;
-    const alone = this.#crowd <= 1;
     if (!censored) this.samples++;
     const value = this.value;
     if (value !== value) {
@@ -79,7 +63,6 @@ export class LatencyEstimate {
         this.value = ms;
         this.sampledAt = now;
         this.#firstAt = now;
-        this.alone = alone;
       }
       return;
     }
@@ -87,7 +70,6 @@ export class LatencyEstimate {
     const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (ms > value || now - this.#firstAt < LEARN_MS ? RISE_MS : FALL_MS));
     this.value = value + weight * (ms - value);
     this.sampledAt = now;
-    this.alone = alone;
   }
 
   /**

@@ -24,23 +24,12 @@ const STEEPNESS = 4;
 /** The smallest factor: an endpoint keeps a trickle of requests that tells when it is fast again. */
 const MIN_FACTOR = 0.002;
 /**
- * An estimate that may hold queueing of our own making is trusted less as it ages: its excess over
- * the fastest decays with this time constant (ms). A slow endpoint that we crowded (its samples
- * waited behind our other requests there) then sheds that queue while it gets little, and comes
- * back before any new answer says so: without this, a saturated client starves the slow one
- * (simulated: 0.935 instead of 0.95 of the capacities). An estimate from a request that had the
- * endpoint to itself (`LatencyEstimate.alone`) is its service time and does not age: a relaxing
- * estimate is what sent a 5× slower endpoint 0.6 % of the requests at light load (110 a second),
- * enough to decide the 99th percentile; probes (`PROBE_MS`) bring that one back instead.
+ * An endpoint that gave no sample for a while is judged less and less by its old one: its excess
+ * over the fastest decays with this time constant (ms), so even at one request a second a slow
+ * endpoint is tried again within seconds, and comes back if it recovered (or drops again at its
+ * next slow answer).
  */
 const STALE_MS = 3_000;
-/**
- * An endpoint whose factor is down and that has had no timed request for this long (ms), none in
- * flight, gets the next short GET or HEAD that is no retry: a probe, so that at any request rate a slow endpoint is
- * tried again within seconds, and comes back if it recovered (an answer seconds after the last all
- * but replaces the estimate).
- */
-export const PROBE_MS = 4_000;
 /**
  * Requests in flight with none finishing for this many times the latency estimate, plus
  * `STALL_MS`: the endpoint stopped answering, and the time it has been silent is its cost until
@@ -65,14 +54,14 @@ const NOTABLE = 1.1;
 export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
   const list: Endpoint[] = [];
   const costs: number[] = [];
-  /** Since when each cost holds: the last sample, or now for a silence or a lone sample (which do not age). */
+  /** Since when each cost holds: the last sample, or now for a silence. */
   const since: number[] = [];
   let best = Infinity;
   for (const endpoint of endpoints) {
     const estimate = endpoint.latency;
     const silent = estimate.silentFor(now);
     let cost = estimate.samples >= MIN_SAMPLES ? estimate.value : NaN;
-    let at = estimate.alone ? now : estimate.sampledAt;
+    let at = estimate.sampledAt;
     if (cost === cost && silent > STALL_RATIO * cost + STALL_MS) {
       cost = silent;
       at = now;
@@ -99,20 +88,4 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
     changed = true;
   });
   return changed;
-}
-
-/**
- * The candidate due a probe (see `PROBE_MS`): factor down, ready, nothing timed in flight, no timed
- * request for `PROBE_MS`; the longest untried first. Marks it tried now, so that a probe that
- * turns out untimed (a LIST) is not handed out again at once.
- */
-export function probeDue(candidates: readonly Endpoint[], now: number): Endpoint | undefined {
-  let due: Endpoint | undefined;
-  for (const endpoint of candidates) {
-    const estimate = endpoint.latency;
-    if (endpoint.loadFactor >= 1 || endpoint.state !== 'ready' || estimate.inFlight > 0 || now - estimate.startedAt < PROBE_MS) continue;
-    if (due === undefined || estimate.startedAt < due.latency.startedAt) due = endpoint;
-  }
-  if (due) due.latency.startedAt = now;
-  return due;
 }

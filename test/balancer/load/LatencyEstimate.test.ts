@@ -57,26 +57,6 @@ test('silentFor counts from the last answer while requests are in flight, and is
   t.is(estimate.silentFor(300), 0);
 });
 
-test('alone: a sample of a request that had the endpoint to itself, not of one that overlapped another (the last of a drain included)', (t) => {
-  const estimate = new LatencyEstimate();
-  estimate.begin(0);
-  estimate.end(100, 100, false);
-  t.true(estimate.alone);
-  t.is(estimate.startedAt, 0);
-  // Two at once: both waited beside each other, even the one that finished last with nothing else in flight.
-  estimate.begin(1_000);
-  estimate.begin(1_010);
-  estimate.end(1_100, 100, false);
-  t.false(estimate.alone);
-  estimate.end(1_200, 190, false);
-  t.false(estimate.alone, 'the last of a busy spell still overlapped another');
-  t.is(estimate.startedAt, 1_010);
-  // After an idle spell, alone again.
-  estimate.begin(2_000);
-  estimate.end(2_100, 100, false);
-  t.true(estimate.alone);
-});
-
 test("a cold start's slow first answers are forgotten within a second; later on the estimate falls over ~1 s again", (t) => {
   const estimate = new LatencyEstimate();
   let now = feed(estimate, 0, 10, 140, 50); // 500 ms of handshakes and a cold JIT

@@ -2,7 +2,6 @@
 // simulated capacity-bound servers (4 requests at once each; the issue's set-up: 20/20/100 ms).
 import test from 'ava';
 import { percentile } from '../../../bench/lib.ts';
-import { PROBE_MS } from '../../../src/balancer/load/LoadWeights.ts';
 import { simulate, type Simulation } from '../../helpers/loadSimulation.ts';
 import { worstWindow } from '../../helpers/endpoints.ts';
 
@@ -70,14 +69,15 @@ test("the issue's set-up: saturated ≈ 0.95 of the capacities' sum, light-load 
   t.true(p99(light, lightFrom) <= 26, `light-load p99 ${p99(light, lightFrom)} ms`);
 });
 
-test('lightly loaded, a 5× slower endpoint gets well under 1 % in steady state: its lone answers do not age, only probes bring it back', (t) => {
-  // 110 requests a second over 30 s. An estimate that relaxed as it aged gave it 0.64 % (two of
-  // every 330 requests: enough to decide the 99th percentile of 330); its own factor alone gives ~0.27 %.
+test('lightly loaded, a 5× slower endpoint gets under 1 % in steady state, and still some', (t) => {
+  // 110 requests a second over 30 s: its factor gives ~0.3 %, its estimate relaxing between its
+  // answers (so that it is tried again within seconds) about as much again. Holding lone answers
+  // instead halved it, but kept passing queues in a quiet fleet's weights (docs/fleet.md).
   const sim = simulate({ serviceMs: [20, 20, 100], rate: 110 });
   const from = sim.clock.now() + 2_000;
   sim.run(32_000);
   const share = sim.share(2, from, from + 30_000);
-  t.true(share < 0.004, `slow share ${share}`);
+  t.true(share < 0.01, `slow share ${share}`);
   t.true(share > 0, 'it is still tried');
   t.true(p99(sim, from) <= 22, `p99 ${p99(sim, from)} ms`);
 });
@@ -100,23 +100,6 @@ test("a busy machine's stalls (a process not run for 40 ms, every 300 ms): satur
   const from = light.clock.now() + 2_000;
   light.run(32_000);
   t.true(light.share(2, from, from + 30_000) < 0.02, `slow share ${light.share(2, from, from + 30_000)}`);
-});
-
-test('at any rate a down-weighted endpoint is tried about every PROBE_MS, one probe at a time, and comes back from one', (t) => {
-  // 2 requests a second: its factor alone would give it one request a minute or two. (It takes its
-  // first five answers, a third of the requests, some 8 s here, before it is judged at all.)
-  const sim = simulate({ serviceMs: [20, 20, 100], rate: 2 });
-  const from = sim.clock.now() + 15_000;
-  sim.run(55_000);
-  const slow = sim.picks.filter((p) => p.server === 2 && p.at >= from).map((p) => p.at);
-  t.true(slow.length >= 8 && slow.length <= 11, `${slow.length} requests to the slow endpoint in 40 s`);
-  const gaps = slow.slice(1).map((at, k) => at - slow[k]!);
-  t.true(gaps.every((gap) => gap >= PROBE_MS - 1), `gaps ${gaps.join(', ')}`);
-  sim.servers[2]!.serviceMs = 20;
-  const recoveredAt = sim.clock.now();
-  sim.run(PROBE_MS + 2_000);
-  t.deepEqual(factors(sim), [1, 1, 1], 'back at full weight after its next probe');
-  t.true(recoveredAt > from);
 });
 
 test('the mix does not matter: LISTs 20× dearer than GETs leave alike endpoints even, and a slow one still loses its share', (t) => {
