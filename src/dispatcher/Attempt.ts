@@ -4,20 +4,21 @@ import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
 import { REJECTION_BODY_BYTES } from '../health/rejections.ts';
 import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
-import type { BodyTimer } from './BodyTimer.ts';
+import type { BodyTimer, Reader } from './BodyTimer.ts';
 import type { HeldResponse } from './HoldBack.ts';
-import type { ProxyController } from './ProxyController.ts';
 import type { RequestHost } from './RequestHost.ts';
 
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
-/** What an attempt reports to, and reads of, the request it belongs to (a `BalancedRequest`). */
-export interface AttemptOwner {
+/**
+ * What an attempt reports to, and reads of, the request it belongs to (a `BalancedRequest`), which
+ * is also the one controller the caller's handler sees (a `ProxyController`).
+ */
+export interface AttemptOwner extends Controller, Reader {
   readonly host: RequestHost;
   readonly downstream: Handler;
-  readonly proxy: ProxyController;
   readonly longRunning: boolean;
   readonly watch: boolean;
   readonly eviction: boolean;
@@ -118,7 +119,7 @@ export class Attempt implements Handler {
       this.#settle({ type: 'response', statusCode, headers, body: '', eviction: false });
       request.upgradeClosed();
     });
-    request.downstream.onRequestUpgrade?.(request.proxy, statusCode, headers, socket);
+    request.downstream.onRequestUpgrade?.(request, statusCode, headers, socket);
   }
 
   onResponseStart(_controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
@@ -130,7 +131,7 @@ export class Attempt implements Handler {
       request.responded(this, now);
       this.#statusCode = statusCode;
       this.#headers = headers;
-      if (request.bodyTimeout > 0) this.#bodyTimer = request.host.bodyTimers.start(request.bodyTimeout, request.proxy, this, now);
+      if (request.bodyTimeout > 0) this.#bodyTimer = request.host.bodyTimers.start(request.bodyTimeout, request, this, now);
       if (request.inspects(statusCode, headers)) {
         this.#inspected = { statusCode, headers, statusMessage, chunks: [], bytes: 0 };
         return;
@@ -144,7 +145,7 @@ export class Attempt implements Handler {
       request.commit();
       if (request.watch && statusCode < 300) request.watchStarted(this, headers['content-type']);
     }
-    request.downstream.onResponseStart?.(request.proxy, statusCode, headers, statusMessage);
+    request.downstream.onResponseStart?.(request, statusCode, headers, statusMessage);
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
@@ -200,7 +201,7 @@ export class Attempt implements Handler {
     }
     // A response still held broke before its end: the caller saw none of it, so it may be retried.
     this.#held = undefined;
-    const kind = this.#request.proxy.aborted ? 'aborted' : classifyError(error);
+    const kind = this.#request.aborted ? 'aborted' : classifyError(error);
     this.#settle(kind === 'aborted' ? { type: 'aborted' } : { type: 'error', kind, error });
     this.#request.attemptFailed(this, error, kind);
   }
@@ -224,7 +225,7 @@ export class Attempt implements Handler {
     this.#inspected = undefined;
     request.commit();
     if (request.finished) return;
-    request.downstream.onResponseStart?.(request.proxy, inspected.statusCode, inspected.headers, inspected.statusMessage);
+    request.downstream.onResponseStart?.(request, inspected.statusCode, inspected.headers, inspected.statusMessage);
     for (const chunk of inspected.chunks) if (!request.finished) request.forward(chunk);
   }
 

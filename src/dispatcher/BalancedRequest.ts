@@ -57,8 +57,6 @@ interface Reservation {
 export class BalancedRequest extends ProxyController implements MovableWatch, DescribedRequest, Hedgeable, AttemptOwner {
   readonly host: RequestHost;
   readonly downstream: Handler;
-  /** The controller the caller sees: this request itself. */
-  readonly proxy: ProxyController;
   readonly longRunning: boolean;
   /** A watch (`watch=true` or a `/watch/` path): its stream can end cleanly at an event boundary. */
   readonly watch: boolean;
@@ -114,7 +112,6 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     opts.bodyTimeout = 0;
     this.timed = !longRunning && isPointRead(method, opts.path);
     this.#opts = opts;
-    this.proxy = this;
     host.budget.requests++;
     host.totals.requests++;
   }
@@ -142,7 +139,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** No response after the hedge delay: the same request goes to a second endpoint too, if the retry budget allows. */
   hedge(): void {
     const first = this.#attempt;
-    if (!first || first.answered || this.#hedged || this.#committed || this.#next || this.finished || this.proxy.aborted) return;
+    if (!first || first.answered || this.#hedged || this.#committed || this.#next || this.finished || this.aborted) return;
     if (this.#attempts >= this.host.maxAttempts || (first.started && !this.#replayable)) return;
     const hedging = this.host.hedging!;
     const verdict = hedging.mayHedge(first.endpoint, first.sentAt);
@@ -177,7 +174,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.#attempt = attempt;
     if (loser === rival) hedging.lost(loser.endpoint);
     loser.supersede();
-    if (attempt.controller) this.proxy.target = attempt.controller;
+    if (attempt.controller) this.target = attempt.controller;
   }
 
   #probationOk(): boolean {
@@ -203,7 +200,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
    * unit of retry budget. Called while the attempt can still be held back from the caller.
    */
   #reserveRetry(attempt: Attempt, reason: RetryReason): boolean {
-    if (this.proxy.aborted || this.finished) return false;
+    if (this.aborted || this.finished) return false;
     // A handshake that failed (certificate not verified) sent nothing and ejected that endpoint:
     // it uses up neither an attempt nor retry budget, so 30 wrong-name endpoints cannot fail a
     // request while 3 good ones exist. An ejected endpoint is not picked again, so these retries
@@ -227,9 +224,9 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   #retryReserved(from: Attempt): void {
     const next = this.#next as Reservation;
     this.#next = undefined;
-    if (this.finished || this.proxy.aborted) {
+    if (this.finished || this.aborted) {
       if (next.budgeted) this.host.budget.release();
-      return this.#fail(this.proxy.reason ?? new Error('aborted'), false);
+      return this.#fail(this.reason ?? new Error('aborted'), false);
     }
     // A held-back response is read to its end first: meanwhile the resolver may have dropped the endpoint.
     if (next.endpoint.removed) {
@@ -240,7 +237,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
       }
       next.endpoint = endpoint;
     }
-    this.proxy.detach();
+    this.detach();
     this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1, this);
     this.#send(next.endpoint, next.budgeted);
   }
@@ -258,10 +255,10 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
 
   attemptStarted(attempt: Attempt, controller: Controller, context: unknown): void {
     attempt.started = true;
-    this.proxy.target = controller;
+    this.target = controller;
     if (this.#started) return;
     this.#started = true;
-    this.downstream.onRequestStart?.(this.proxy, context);
+    this.downstream.onRequestStart?.(this, context);
   }
 
   /** True when the response is held back because another endpoint will be tried instead. */
@@ -285,7 +282,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** Passes a held response on: its head and what arrived of its body. */
   release(held: HeldResponse): void {
     this.#committed = true;
-    if (!this.finished) held.release(this.downstream, this.proxy);
+    if (!this.finished) held.release(this.downstream, this);
   }
 
   /**
@@ -322,7 +319,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   forward(chunk: Buffer): void {
     const framer = this.#framer;
     const data = framer ? framer.push(chunk) : chunk;
-    if (data) this.downstream.onResponseData?.(this.proxy, data);
+    if (data) this.downstream.onResponseData?.(this, data);
   }
 
   /** Ends the watch for the caller now, at the last event boundary, and drops its connection stream. */
@@ -331,31 +328,31 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     if (!attempt || this.finished) return;
     attempt.moved();
     this.#endAtBoundary();
-    this.proxy.detach();
+    this.detach();
     attempt.abort(new Error('kube-balancer moved this watch to another endpoint'));
   }
 
   #endAtBoundary(): void {
     this.#framer = undefined;
     this.#finish();
-    this.downstream.onResponseEnd?.(this.proxy, {});
+    this.downstream.onResponseEnd?.(this, {});
   }
 
   attemptFailed(attempt: Attempt, error: Error, kind: FailureKind): void {
     if (this.finished) return;
     const rival = this.#rival;
-    if (rival && kind !== 'aborted' && !this.proxy.aborted) {
+    if (rival && kind !== 'aborted' && !this.aborted) {
       // One of two racing attempts failed: the other carries on alone.
       (this.#causes ??= []).push({ endpoint: attempt.endpoint.key, error });
       this.#rival = undefined;
       const other = rival === attempt ? this.#attempt! : rival;
       this.#attempt = other;
-      if (other.controller) this.proxy.target = other.controller;
+      if (other.controller) this.target = other.controller;
       return;
     }
     // The connection under a watch broke: end it like a server would, so the caller re-watches.
-    if (this.#watching === attempt && kind !== 'aborted' && !this.proxy.aborted) return this.#endAtBoundary();
-    if (this.#committed || kind === 'aborted' || kind === 'other' || this.proxy.aborted) return this.#fail(error, false);
+    if (this.#watching === attempt && kind !== 'aborted' && !this.aborted) return this.#endAtBoundary();
+    if (this.#committed || kind === 'aborted' || kind === 'other' || this.aborted) return this.#fail(error, false);
     (this.#causes ??= []).push({ endpoint: attempt.endpoint.key, error });
     if (this.#reserveRetry(attempt, kind)) return this.#retryReserved(attempt);
     const eligible = notSent(kind, attempt.started) || this.#idempotent;
@@ -372,8 +369,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     const tail = this.#framer?.rest();
     this.#framer = undefined;
     this.#finish();
-    if (tail) this.downstream.onResponseData?.(this.proxy, tail);
-    this.downstream.onResponseEnd?.(this.proxy, trailers);
+    if (tail) this.downstream.onResponseData?.(this, tail);
+    this.downstream.onResponseEnd?.(this, trailers);
   }
 
   /** Ends the request with an error; when retrying was allowed but failed everywhere, the error names each endpoint's cause. */
@@ -386,8 +383,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
       reported = new BalancerError('ERR_ALL_ENDPOINTS_FAILED', `every apiserver endpoint tried failed (${list})`, { cause: error, causes: [...causes] });
     }
     this.#finish();
-    if (!this.proxy.aborted) this.host.totals.failed++;
-    this.downstream.onResponseError?.(this.proxy, reported);
+    if (!this.aborted) this.host.totals.failed++;
+    this.downstream.onResponseError?.(this, reported);
   }
 
   #finish(): void {
