@@ -35,19 +35,23 @@ const MAX_SKIPS = 4;
  */
 const QUIET_PART_OF_TIMEOUT = 0.25;
 
-/** One endpoint's probing: its timer, the probes skipped in a row, and its one timer callback. */
+/** One endpoint's probing: the probes skipped in a row, and whether one is under way. */
 interface Slot {
   readonly endpoint: Endpoint;
-  timer: ClockTimer | undefined;
   skipped: number;
-  readonly due: () => void;
+  probing: boolean;
 }
 
 /**
- * Active health: every endpoint is probed on its own jittered timer (so a fleet of clients does not
- * probe in step), one probe at a time per endpoint. Probes that would only repeat what requests
- * just showed are skipped (`MAX_SKIPS`): with thousands of clients, probes are most of the requests
- * an apiserver gets (`npm run fleet`). Ejected, draining, probing and idle endpoints are always probed.
+ * Active health: a balancer's endpoints are probed together on one jittered timer (so a fleet of
+ * clients does not probe in step), one probe at a time per endpoint. Probes that would only repeat
+ * what requests just showed are skipped (`MAX_SKIPS`): with thousands of clients, probes are most
+ * of the requests an apiserver gets (`npm run fleet`). Ejected, draining, probing and idle
+ * endpoints are always probed.
+ *
+ * One timer per balancer, not per endpoint: every tick was a timer of its own, and with three
+ * endpoints those were half of all the timers a simulated client ran (`npm run fleet`); probing
+ * the endpoints of one client at the same moment loads no apiserver more, each gets one probe.
  */
 export class Prober {
   readonly #settings: ProbeSettings;
@@ -56,6 +60,8 @@ export class Prober {
   readonly #onResult: (endpoint: Endpoint, result: ProbeResult) => void;
   readonly #slots = new Map<Endpoint, Slot>();
   readonly #random: () => number;
+  readonly #tick = (): void => this.#due();
+  #timer: ClockTimer | undefined;
   #closed = false;
 
   constructor(settings: ProbeSettings, clock: Clock, send: SendProbe, onResult: (endpoint: Endpoint, result: ProbeResult) => void, random = Math.random) {
@@ -66,49 +72,47 @@ export class Prober {
     this.#random = random;
   }
 
-  /** Starts probing an endpoint; the first probe comes within one interval, spread at random. */
+  /** Starts probing an endpoint: at the next tick, the first of which comes within one interval, spread at random. */
   add(endpoint: Endpoint): void {
     if (this.#closed || this.#slots.has(endpoint)) return;
-    const slot: Slot = { endpoint, timer: undefined, skipped: 0, due: () => this.#due(slot) };
-    this.#slots.set(endpoint, slot);
-    this.#schedule(slot, this.#settings.intervalMs * this.#random());
+    this.#slots.set(endpoint, { endpoint, skipped: 0, probing: false });
+    if (this.#timer === undefined) this.#timer = this.#clock.setTimeout(this.#tick, this.#settings.intervalMs * this.#random());
   }
 
   remove(endpoint: Endpoint): void {
-    const slot = this.#slots.get(endpoint);
-    if (slot?.timer !== undefined) this.#clock.clearTimeout(slot.timer);
     this.#slots.delete(endpoint);
+    if (this.#slots.size === 0 && this.#timer !== undefined) {
+      this.#clock.clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
   }
 
   close(): void {
     this.#closed = true;
-    for (const slot of this.#slots.values()) if (slot.timer !== undefined) this.#clock.clearTimeout(slot.timer);
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#slots.clear();
   }
 
-  #schedule(slot: Slot, ms: number): void {
-    slot.timer = this.#clock.setTimeout(slot.due, ms);
-  }
-
-  #due(slot: Slot): void {
-    slot.timer = undefined;
-    const endpoint = slot.endpoint;
-    const sinceSuccess = this.#clock.now() - endpoint.lastSuccessAt;
-    const fresh =
-      endpoint.state === 'ready' &&
-      sinceSuccess < this.#settings.intervalMs &&
-      (endpoint.inFlight === endpoint.streams || sinceSuccess < QUIET_PART_OF_TIMEOUT * this.#settings.timeoutMs);
-    if (fresh && slot.skipped < MAX_SKIPS) {
-      slot.skipped++;
-      this.#next(slot);
-      return;
+  #due(): void {
+    this.#timer = undefined;
+    const now = this.#clock.now();
+    const { intervalMs, timeoutMs } = this.#settings;
+    for (const slot of this.#slots.values()) {
+      if (slot.probing) continue;
+      const endpoint = slot.endpoint;
+      const sinceSuccess = now - endpoint.lastSuccessAt;
+      const fresh =
+        endpoint.state === 'ready' && sinceSuccess < intervalMs && (endpoint.inFlight === endpoint.streams || sinceSuccess < QUIET_PART_OF_TIMEOUT * timeoutMs);
+      if (fresh && slot.skipped < MAX_SKIPS) {
+        slot.skipped++;
+        continue;
+      }
+      slot.skipped = 0;
+      slot.probing = true;
+      void this.#probe(slot);
     }
-    slot.skipped = 0;
-    void this.#probe(slot);
-  }
-
-  #next(slot: Slot): void {
-    this.#schedule(slot, this.#settings.intervalMs * (0.8 + 0.4 * this.#random()));
+    if (this.#slots.size > 0) this.#timer = this.#clock.setTimeout(this.#tick, intervalMs * (0.8 + 0.4 * this.#random()));
   }
 
   async #probe(slot: Slot): Promise<void> {
@@ -119,9 +123,9 @@ export class Prober {
     } catch {
       result = 'fail';
     }
+    slot.probing = false;
     // The endpoint may have been removed, or the balancer closed, while the probe ran.
     if (this.#closed || this.#slots.get(endpoint) !== slot) return;
     if (result !== undefined) this.#onResult(endpoint, result);
-    this.#next(slot);
   }
 }

@@ -123,3 +123,44 @@ test('ejected and draining endpoints are probed every interval, however fresh th
     prober.close();
   }
 });
+
+test('the endpoints of one balancer share one timer: each is probed at every tick, and a probe still under way is not sent again', async (t) => {
+  const clock = new FakeClock();
+  const targets = [endpoint(1), endpoint(2), endpoint(3)];
+  const probed: string[] = [];
+  let slow: (() => void) | undefined;
+  const prober = new Prober(
+    SETTINGS,
+    clock,
+    (target: Endpoint) => {
+      probed.push(target.address);
+      // The third endpoint's first probe hangs until released.
+      if (target === targets[2] && slow === undefined) return new Promise((resolve) => (slow = () => resolve('pass')));
+      return Promise.resolve('pass');
+    },
+    () => {},
+    () => 0.5,
+  );
+  for (const target of targets) prober.add(target);
+  t.is(clock.pending, 1, 'one timer for three endpoints');
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  };
+  clock.advance(INTERVAL / 2);
+  await settle();
+  t.deepEqual(probed, ['10.0.0.1', '10.0.0.2', '10.0.0.3']);
+  t.is(clock.pending, 1);
+  clock.advance(INTERVAL);
+  await settle();
+  t.deepEqual(probed.slice(3), ['10.0.0.1', '10.0.0.2'], 'the hanging probe is not doubled');
+  slow!();
+  await settle();
+  clock.advance(INTERVAL);
+  await settle();
+  t.deepEqual(probed.slice(5), ['10.0.0.1', '10.0.0.2', '10.0.0.3']);
+  prober.remove(targets[0]!);
+  prober.remove(targets[1]!);
+  prober.remove(targets[2]!);
+  t.is(clock.pending, 0, 'no timer once no endpoint is left');
+  prober.close();
+});
