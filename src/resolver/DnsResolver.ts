@@ -1,7 +1,7 @@
 import type { Clock, ClockTimer } from '../clock.ts';
 import type { DnsCache } from '../dns/DnsCache.ts';
 import type { DnsError } from '../dns/DnsError.ts';
-import { endpointSignature, inKeyOrder, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
+import { endpointSignature, inKeyOrder, sameSignature, type EndpointAddress, type Resolver, type ResolverListener } from './Resolver.ts';
 import { describeDropped } from './usableAddress.ts';
 
 /** One resolution round's outcome, as a DNS lookup strategy (SRV, A/AAAA) reports it. */
@@ -222,6 +222,7 @@ export class DnsResolver implements Resolver {
   }
 
   #emit(endpoints: EndpointAddress[]): void {
+    if (this.#current && sameSignature(endpoints, this.#current) === true) return;
     const signature = endpointSignature(endpoints);
     if (this.#current && this.#currentSignature === signature) return;
     this.#currentSignature = signature;

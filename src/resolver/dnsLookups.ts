@@ -25,9 +25,10 @@ const TARGET_CONCURRENCY = 8;
  */
 export function srvLookup(name: string): DnsLookup {
   const lastGood = new LastGood();
+  const srvKey = `SRV ${name}`;
   return async (cache, force) => {
     const round = lastGood.round();
-    const srv = round.use(`SRV ${name}`, await cache.lookup(name, 'SRV', force));
+    const srv = round.use(srvKey, await cache.lookup(name, 'SRV', force));
     const result = fold(empty(), [srv]);
     const answer = srv.answer;
     if (!answer) return result;
@@ -36,12 +37,18 @@ export function srvLookup(name: string): DnsLookup {
     const records = answer.srv.filter((r) => r.target !== '.' && r.port !== 0);
     // RFC 2782: a lone target of "." means the service is decidedly not available here.
     if (records.length === 0) return negative(result, new DnsError('NODATA', `${name} SRV`, 'no usable target (only "." or port 0): no service'));
-    const unglued = [...new Set(records.map((r) => canonical(r.target)).filter((t) => !answer.glue.has(t)))];
-    const addresses = new Map<string, { list: string[]; ttl: number | undefined }>();
-    for (const [target, list] of answer.glue) addresses.set(target, { list: [...list], ttl: answer.ttl });
+    // Built only when a target lacks glue (CoreDNS glues every one).
+    let unglued: Set<string> | undefined;
+    for (const r of records) {
+      const target = canonical(r.target);
+      if (!answer.glue.has(target)) (unglued ??= new Set()).add(target);
+    }
+    // Glue lists are only read (filtered into new arrays), never changed: no copies.
+    const addresses = new Map<string, { list: readonly string[]; ttl: number | undefined }>();
+    for (const [target, list] of answer.glue) addresses.set(target, { list, ttl: answer.ttl });
     // CoreDNS glues every target: then there is nothing to wait for (no microtask hop either).
-    if (unglued.length > 0) {
-      await forEachLimited(unglued, TARGET_CONCURRENCY, async (target) => {
+    if (unglued) {
+      await forEachLimited([...unglued], TARGET_CONCURRENCY, async (target) => {
         // Absolute: an SRV target is a full name, the search list must not apply.
         const both = await Promise.all([
           cache.lookup(`${target}.`, 'A', force).then((r) => round.use(`A ${target}`, r)),
