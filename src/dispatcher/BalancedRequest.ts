@@ -11,7 +11,6 @@ import { DEFAULT_BODY_TIMEOUT } from './BodyTimer.ts';
 import { framerFor } from './framing/framerFor.ts';
 import type { WatchFramer } from './framing/WatchFramer.ts';
 import type { Hedgeable } from './Hedge.ts';
-import { HeldResponse, fitsHold } from './HoldBack.ts';
 import { ProxyController } from './ProxyController.ts';
 import type { Route } from '../net/tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
@@ -272,17 +271,19 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.#committed = true;
   }
 
-  /** A response to hold until it is complete (a short GET/HEAD within the bound), or `undefined` to pass it on now. */
-  holdUntilComplete(statusCode: number, headers: Headers, statusMessage: string | undefined): HeldResponse | undefined {
-    const limit = this.host.maxHeldResponse;
-    if (!this.#idempotent || this.longRunning || !this.#replayable || !fitsHold(headers['content-length'], limit)) return undefined;
-    return new HeldResponse(statusCode, headers, statusMessage, limit);
+  /** Whether a response may be held until complete (within `maxHeldResponse`): a short GET/HEAD whose body can be sent again. */
+  get holdable(): boolean {
+    return this.#idempotent && !this.longRunning && this.#replayable;
   }
 
-  /** Passes a held response on: its head and what arrived of its body. */
-  release(held: HeldResponse): void {
+  /** A held response came whole: the caller gets its head, its body and its end. */
+  completedHeld(attempt: Attempt, trailers: Headers): void {
     this.#committed = true;
-    if (!this.finished) held.release(this.downstream, this);
+    if (this.finished) return;
+    attempt.passHead(this.downstream, this);
+    attempt.passBody(this.downstream, this);
+    this.#finish();
+    this.downstream.onResponseEnd?.(this, trailers);
   }
 
   /**
