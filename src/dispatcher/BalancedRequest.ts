@@ -281,8 +281,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
    * A held response came whole: the caller gets its head now, and its body and end after it. While
    * other short requests are in flight they follow from a `setImmediate`, as they would arrive from
    * an undici Pool: the caller is reading its body by then, so the chunk goes straight to its stream
-   * instead of being buffered, and the requests the callers send next go out together once the
-   * event loop has read what came in. Measured in one process against the synchronous hand-over
+   * instead of being buffered (and, it seems, the requests the callers send next go out together,
+   * once the event loop has read all that came in). Measured in one process against the synchronous hand-over
    * (bench/dispatch.ts's set-up, 150 interleaved rounds): 7-9 % less client CPU per request at
    * concurrency 64; a lone request would pay an event-loop turn for it (3-5 % more at concurrency
    * 1), so it gets everything at once.

@@ -5,7 +5,7 @@ import test from 'ava';
 import * as undici from 'undici';
 import { ApiserverCluster, RESOURCES } from '../../fixtures/apiserver/index.ts';
 import { certs } from '../../fixtures/certs/index.ts';
-import { startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
+import { sendJson, startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
 import { createBalancer } from '../../src/index.ts';
 import { HOSTS, ORIGIN } from '../helpers/balancer.ts';
 import { load } from '../helpers/load.ts';
@@ -138,12 +138,7 @@ function recordedGet(balancer: ReturnType<typeof createBalancer>, abortAtHead = 
 }
 
 test('a held response reaches its handler as a Pool hands one over — head, body, end — alone and with other GETs in flight; a handler that aborts at the head gets none of the body', async (t) => {
-  const servers = await startServers(HOSTS.slice(0, 1), {
-    handler: (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(BODY);
-    },
-  });
+  const servers = await startServers(HOSTS.slice(0, 1), { handler: (_req, res) => sendJson(res, 200, JSON.parse(BODY)) });
   const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false });
   const whole = (seen: string[]): boolean => seen[0] === 'start 200' && seen.at(-1) === 'end' && seen.slice(1, -1).every((s) => s.startsWith('data ')) && seen.slice(1, -1).reduce((n, s) => n + Number(s.slice(5)), 0) === BODY.length;
   try {
