@@ -31,6 +31,12 @@ const WINS_TO_SILENCE = 3;
 /** Hedges earned per hundred answered short requests, and the most saved up for a burst. */
 const HEDGE_PERCENT = 2;
 const HEDGE_BURST = 100;
+/**
+ * Earned hedges an exploration copy (`Explore.ts`) leaves saved up: copies of a lagging endpoint's
+ * picks may use the credit only above this, so a black hole still finds half the burst to move its
+ * GETs (three wins eject it; after that its hedges are free).
+ */
+const EXPLORE_RESERVE = 50;
 
 /**
  * Hedged requests for short idempotent requests, as gRPC's hedging policy and Finagle's backup
@@ -139,6 +145,21 @@ export class Hedging {
     const quietSince = Math.max(sentAt, endpoint.lastAnswerAt);
     if (this.#clock.now() - quietSince < this.#delay) return quietSince;
     return isOut(endpoint) || this.#credit >= 100;
+  }
+
+  /**
+   * Whether a timed request picked for `endpoint` is measured there by a copy while the caller's
+   * goes elsewhere (see `Explore.ts`): the endpoint is `lagging`, and an earned hedge is left above
+   * the reserve. Nothing is spent until `explored`.
+   */
+  mayExplore(endpoint: Endpoint): boolean {
+    return endpoint.lagging && this.#credit >= (EXPLORE_RESERVE + 1) * 100;
+  }
+
+  /** An exploration copy was sent: it costs an earned hedge, as any hedge does. */
+  explored(): void {
+    this.hedges++;
+    this.#credit -= 100;
   }
 
   /**

@@ -43,39 +43,56 @@ const STALL_MS = 250;
  * one answer that happened to be slow (a 6-ms GET beside 2-ms ones) would be all the evidence.
  */
 const MIN_SAMPLES = 5;
+/**
+ * An endpoint whose cost (before it ages) is this many times the fastest one's or more is
+ * `lagging`: its undecayed factor is (1.35 / 3)^4 ≈ 0.04 or less, under 2 % of the traffic among
+ * three, so every pick there is the trickle that watches for its recovery. Saturated, a slow
+ * endpoint's cost settles near twice the queueing fast ones' (factor ≈ 0.2, a share near its
+ * capacity): 3 keeps its picks there real requests. Only a cost of answers lags: an endpoint that
+ * stopped answering (stalled, or its last timed request given up on) is hedging's business, and a
+ * copy sent there would only hang.
+ */
+const LAG_RATIO = 3;
 /** Factors that moved by less than this ratio do not rebuild the picker. */
 const NOTABLE = 1.1;
 
 /**
- * Sets `loadFactor` of every endpoint from its `latency` estimate, relative to the fastest ready
- * endpoint; an endpoint with no estimate yet keeps factor 1. Returns true when some factor moved
- * notably (the picker is to be rebuilt).
+ * Sets `loadFactor` (and `lagging`) of every endpoint from its `latency` estimate, relative to the
+ * fastest ready endpoint; an endpoint with no estimate yet keeps factor 1. Returns true when some
+ * factor moved notably (the picker is to be rebuilt; `lagging` is read per request, not by it).
  */
 export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
   const list: Endpoint[] = [];
   const costs: number[] = [];
   /** Since when each cost holds: the last sample, or now for a silence. */
   const since: number[] = [];
+  /** Whether each cost is of answers (its last timed request was answered, none is stalled): only those may lag. */
+  const answers: boolean[] = [];
   let best = Infinity;
   for (const endpoint of endpoints) {
     const estimate = endpoint.latency;
     const silent = estimate.silentFor(now);
     let cost = estimate.samples >= MIN_SAMPLES ? estimate.value : NaN;
     let at = estimate.sampledAt;
+    let answered = estimate.answered;
     if (cost === cost && silent > STALL_RATIO * cost + STALL_MS) {
       cost = silent;
       at = now;
+      answered = false;
     }
     list.push(endpoint);
     costs.push(cost);
     since.push(at);
+    answers.push(answered);
     if (endpoint.state === 'ready' && cost < best) best = cost;
   }
   let changed = false;
   list.forEach((endpoint, i) => {
     let factor = 1;
     const cost = costs[i]!;
-    if (cost === cost && best < Infinity && best > 0) {
+    const judged = cost === cost && best < Infinity && best > 0;
+    endpoint.lagging = judged && answers[i]! && cost >= LAG_RATIO * best;
+    if (judged) {
       const excess = (cost - best) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);
       const ratio = 1 + excess / best;
       if (ratio > DEAD_BAND) factor = Math.max(MIN_FACTOR, (DEAD_BAND / ratio) ** STEEPNESS);
