@@ -87,7 +87,7 @@ export class Endpoint {
    */
   loadFactor = 1;
   /**
-   * Its latest answers (or its silence) took `LAG_RATIO` times the fastest endpoint's or more, before
+   * Its latest answers took 2.5 times the fastest endpoint's or more (`LAG_RATIO`), before
    * `loadFactor` relaxes with their age (`reweigh`): a pick here now is the trickle that tells when
    * it is fast again, and with hedging on it is measured by a copy while the caller's request goes
    * elsewhere (`dispatcher/Explore.ts`).

@@ -19,7 +19,7 @@ export interface Explorable extends DescribedRequest {
 }
 
 /**
- * Duplicates the exploration, not the weights. A `lagging` endpoint (its latest answers took three
+ * Duplicates the exploration, not the weights. A `lagging` endpoint (its latest answers took 2.5
  * times the fastest one's or more) keeps a trickle of picks, which is how the balancer learns that
  * it is fast again; a caller whose request is that trickle waits for the slow answer, and at light
  * load those few requests were the 99th percentile (0.6–0.8 % of requests, 20/20/100 ms). With
