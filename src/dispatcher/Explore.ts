@@ -92,8 +92,7 @@ class ExploreCopy implements Handler, Reader {
     this.#headers = headers;
     const host = this.#host;
     const now = host.clock.now();
-    // Told to hedging as any short answer is (`BalancedRequest.responded`): the endpoint answers, and hedges that beat it are no sign of a black hole.
-    host.hedging?.answered(this.#endpoint, now - this.#sentAt, now);
+    host.hedging?.heard(this.#endpoint, now);
     if (this.#bodyTimeout > 0) this.bodyTimer = host.bodyTimers.start(this.#bodyTimeout, this, this, now);
   }
 

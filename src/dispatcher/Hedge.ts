@@ -181,6 +181,16 @@ export class Hedging {
     if (this.#count % RECOMPUTE === 0) this.#recompute();
   }
 
+  /**
+   * An exploration copy's response headers came from `endpoint`: it answers, so hedges that beat it
+   * meanwhile are no sign of a black hole. Not a sample of the delay, which is the callers' wait,
+   * and it earns nothing: a copy is extra load.
+   */
+  heard(endpoint: Endpoint, now: number): void {
+    endpoint.lastAnswerAt = now;
+    this.#wins.delete(endpoint);
+  }
+
   /** A hedge won against an attempt on `endpoint`. */
   lost(endpoint: Endpoint): void {
     const wins = (this.#wins.get(endpoint) ?? 0) + 1;

@@ -163,3 +163,18 @@ test('copies stop at the reserve that keeps half the earned hedges for black hol
     'every caller answered',
   );
 });
+
+test('a copy’s answer tells hedging that its endpoint answers, but is no sample of the callers’ wait', (t) => {
+  const clock = new FakeClock();
+  const hedging = new Hedging({ minDelayMs: 50, maxDelayMs: 250, percentile: 99 }, clock, () => {});
+  const lagging = endpoint(1);
+  for (let i = 0; i < 64; i++) hedging.answered(endpoint(2), 10);
+  t.is(hedging.delayMs, 50);
+  clock.advance(100);
+  for (let i = 0; i < 640; i++) hedging.heard(lagging, clock.now());
+  t.is(lagging.lastAnswerAt, clock.now());
+  for (let i = 0; i < 64; i++) hedging.answered(endpoint(2), 10);
+  t.is(hedging.delayMs, 50, 'copies do not move the hedge delay');
+  for (let i = 0; i < 64; i++) hedging.answered(lagging, 200);
+  t.is(hedging.delayMs, 200, 'callers’ answers do');
+});

@@ -145,8 +145,8 @@ export function simulate(options: {
         const received = (): void => {
           endpoint.inFlight--;
           set.shortEnded(endpoint, startedAt, false);
+          if (!caller) return hedging?.heard(endpoint, clock.now());
           hedging?.answered(endpoint, clock.now() - at);
-          if (!caller) return;
           done.push({ at, ms: clock.now() - at, server: i });
           then?.();
         };
