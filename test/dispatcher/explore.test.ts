@@ -26,6 +26,8 @@ function setUp() {
   slow.lagging = true;
   /** Milliseconds each endpoint takes to answer; Infinity: never. */
   const delay = new Map<Endpoint, number>([[slow, 100], [fast1, 20], [fast2, 20]]);
+  /** Endpoints whose connections break instead of answering. */
+  const broken = new Set<Endpoint>();
   const sent: Array<{ endpoint: Endpoint; method: string; at: number; aborted: boolean }> = [];
   const started: Array<{ endpoint: Endpoint; sentAt: number | undefined }> = [];
   const ended: Array<{ endpoint: Endpoint; outcome: AttemptOutcome; startedAt: number }> = [];
@@ -56,6 +58,7 @@ function setUp() {
       if (ms === Infinity) return;
       clock.setTimeout(() => {
         if (record.aborted) return;
+        if (broken.has(e)) return handler.onResponseError?.(controller, Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
         handler.onResponseStart?.(controller, 200, { 'content-type': 'application/json' }, 'OK');
         handler.onResponseData?.(controller, Buffer.from('{}'));
         handler.onResponseEnd?.(controller, {});
@@ -84,7 +87,7 @@ function setUp() {
     new BalancedRequest(host, ROUTE, { origin: 'https://kubernetes.default.svc', method, path }, downstream, longRunning, longRunning).start();
     return result;
   };
-  return { clock, slow, fast1, fast2, delay, sent, started, ended, hedging, budget, host, request };
+  return { clock, slow, fast1, fast2, delay, broken, sent, started, ended, hedging, budget, host, request };
 }
 
 test('a timed GET picked for a lagging endpoint: the caller is answered by another endpoint, sent at once, while a copy measures the lagging one', (t) => {
@@ -177,4 +180,16 @@ test('a copy’s answer tells hedging that its endpoint answers, but is no sampl
   t.is(hedging.delayMs, 50, 'copies do not move the hedge delay');
   for (let i = 0; i < 64; i++) hedging.answered(lagging, 200);
   t.is(hedging.delayMs, 200, 'callers’ answers do');
+});
+
+test('a copy that breaks is judged as the failure it is, releases its budget, and leaves the caller alone', (t) => {
+  const { clock, slow, broken, ended, budget, request } = setUp();
+  broken.add(slow);
+  const r = request();
+  clock.advance(100);
+  t.is(r.status, 200);
+  t.true(r.error === undefined);
+  const copy = ended.find((e) => e.endpoint === slow)!;
+  t.like(copy.outcome, { type: 'error', kind: 'reset' });
+  t.is(budget.retries, 0);
 });
