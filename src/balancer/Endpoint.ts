@@ -86,6 +86,13 @@ export class Endpoint {
    * `reweigh` from `latency`, read by the picker like `weightFactor`.
    */
   loadFactor = 1;
+  /**
+   * Its latest answers took 2.5 times the fastest endpoint's or more (`LAG_RATIO`), before
+   * `loadFactor` relaxes with their age (`reweigh`): a pick here now is the trickle that tells when
+   * it is fast again, and with hedging on it is measured by a copy while the caller's request goes
+   * elsewhere (`dispatcher/Explore.ts`).
+   */
+  lagging = false;
   /** Latency and in-flight count of the short GETs of one object sent here. */
   readonly latency = new LatencyEstimate();
   /** Set once the resolver stops listing it: no new requests, in-flight ones finish. */

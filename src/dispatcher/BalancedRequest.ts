@@ -8,6 +8,7 @@ import type { ChannelRequest } from '../observability/channels.ts';
 import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { DEFAULT_BODY_TIMEOUT } from './BodyTimer.ts';
+import { explore } from './Explore.ts';
 import { framerFor } from './framing/framerFor.ts';
 import type { WatchFramer } from './framing/WatchFramer.ts';
 import type { Hedgeable } from './Hedge.ts';
@@ -130,8 +131,10 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   #first(): void {
-    const endpoint = this.host.pick(this.longRunning, this.#probationOk(), undefined);
+    let endpoint = this.host.pick(this.longRunning, this.#probationOk(), undefined);
     if (!endpoint) return this.#fail(this.host.noEndpoints(), false);
+    // A lagging endpoint's pick is measured by a copy; the caller's request goes elsewhere (Explore.ts).
+    if (endpoint.lagging && this.timed && this.#replayable) endpoint = explore(this.host, endpoint, this.#route, this.#opts, this) ?? endpoint;
     this.#send(endpoint, false);
     if (this.#probationOk() && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
   }

@@ -31,6 +31,12 @@ const WINS_TO_SILENCE = 3;
 /** Hedges earned per hundred answered short requests, and the most saved up for a burst. */
 const HEDGE_PERCENT = 2;
 const HEDGE_BURST = 100;
+/**
+ * Earned hedges an exploration copy (`Explore.ts`) leaves saved up: copies of a lagging endpoint's
+ * picks may use the credit only above this, so a black hole still finds half the burst to move its
+ * GETs (three wins eject it; after that its hedges are free).
+ */
+const EXPLORE_RESERVE = 50;
 
 /**
  * Hedged requests for short idempotent requests, as gRPC's hedging policy and Finagle's backup
@@ -142,6 +148,21 @@ export class Hedging {
   }
 
   /**
+   * Whether a timed request picked for `endpoint` is measured there by a copy while the caller's
+   * goes elsewhere (see `Explore.ts`): the endpoint is `lagging`, and an earned hedge is left above
+   * the reserve. Nothing is spent until `explored`.
+   */
+  mayExplore(endpoint: Endpoint): boolean {
+    return endpoint.lagging && this.#credit >= (EXPLORE_RESERVE + 1) * 100;
+  }
+
+  /** An exploration copy was sent: it costs an earned hedge, as any hedge does. */
+  explored(): void {
+    this.hedges++;
+    this.#credit -= 100;
+  }
+
+  /**
    * A hedge of a request on `endpoint` was sent. It costs an earned hedge unless the endpoint is
    * already out (ejected: a black hole told by hedges or a probe): then moving its stuck requests is
    * failover, paid by the retry budget alone, not extra load.
@@ -158,6 +179,16 @@ export class Hedging {
     this.#wins.delete(endpoint);
     this.#samples[this.#count++ % SAMPLES] = ms;
     if (this.#count % RECOMPUTE === 0) this.#recompute();
+  }
+
+  /**
+   * An exploration copy's response headers came from `endpoint`: it answers, so hedges that beat it
+   * meanwhile are no sign of a black hole. Not a sample of the delay, which is the callers' wait,
+   * and it earns nothing: a copy is extra load.
+   */
+  heard(endpoint: Endpoint, now: number): void {
+    endpoint.lastAnswerAt = now;
+    this.#wins.delete(endpoint);
   }
 
   /** A hedge won against an attempt on `endpoint`. */

@@ -1,5 +1,6 @@
 import type { Endpoint } from '../../src/balancer/Endpoint.ts';
 import { EndpointSet, type PickerOptions } from '../../src/balancer/EndpointSet.ts';
+import { Hedging } from '../../src/dispatcher/Hedge.ts';
 import { FakeClock } from './FakeClock.ts';
 import { address, pickerOptions } from './endpoints.ts';
 
@@ -26,8 +27,10 @@ export interface Simulation {
   servers: SimulatedServer[];
   /** Endpoint index (in `set.list()` order, which is the servers' order) of every request, by send time. */
   picks: Array<{ at: number; server: number }>;
-  /** Completed requests: when sent, latency ms. */
+  /** Completed requests (the callers'; not exploration copies): when sent, latency ms, the server that answered. */
   done: Array<{ at: number; ms: number; server: number }>;
+  /** Exploration copies sent (`explore`). */
+  copies: number;
   /** Runs for `ms` of fake time. */
   run(ms: number): void;
   /** Share of the requests sent in [from, to) that went to `server`. */
@@ -67,6 +70,12 @@ export function simulate(options: {
    * and whatever would have happened meanwhile happens when it runs again.
    */
   stalls?: { everyMs: number; ms: number };
+  /**
+   * Hedging's exploration (src/dispatcher/Explore.ts), with a real `Hedging` for its credit: a
+   * timed request picked for a lagging endpoint goes there as a copy, its answer only measured,
+   * and the caller's to the picker's next other endpoint.
+   */
+  explore?: boolean;
 }): Simulation {
   const clock = new FakeClock();
   const random = seeded(options.seed ?? 1);
@@ -117,9 +126,9 @@ export function simulate(options: {
     else server.queue.push(start);
   };
 
-  const send = (then?: () => void): void => {
-    const { timed, cost } = request(sent++);
-    const endpoint = set.pick({ longRunning: false })!;
+  const hedging = options.explore ? new Hedging({ minDelayMs: 50, maxDelayMs: 250, percentile: 99 }, clock, () => {}) : undefined;
+  /** One request to `endpoint`: the caller's, or an exploration copy. */
+  const dispatch = (endpoint: Endpoint, timed: boolean, cost: number, caller: boolean, then?: () => void): void => {
     const at = clock.now();
     const i = index.get(endpoint)!;
     picks.push({ at, server: i });
@@ -136,12 +145,28 @@ export function simulate(options: {
         const received = (): void => {
           endpoint.inFlight--;
           set.shortEnded(endpoint, startedAt, false);
+          if (!caller) return hedging?.heard(endpoint, clock.now());
+          hedging?.answered(endpoint, clock.now() - at);
           done.push({ at, ms: clock.now() - at, server: i });
           then?.();
         };
         clock.setTimeout(deliver, 0.2 + noise);
       });
     }, 0.2);
+  };
+  const send = (then?: () => void): void => {
+    const { timed, cost } = request(sent++);
+    const endpoint = set.pick({ longRunning: false })!;
+    if (hedging && timed && hedging.mayExplore(endpoint)) {
+      const other = set.pick({ longRunning: false, exclude: new Set([endpoint]) });
+      if (other) {
+        hedging.explored();
+        sim.copies++;
+        dispatch(endpoint, timed, cost, false);
+        return dispatch(other, timed, cost, true, then);
+      }
+    }
+    dispatch(endpoint, timed, cost, true, then);
   };
 
   const sim: Simulation = {
@@ -150,6 +175,7 @@ export function simulate(options: {
     servers,
     picks,
     done,
+    copies: 0,
     run(ms) {
       end = clock.now() + ms;
       if (started) {

@@ -37,6 +37,11 @@ export class LatencyEstimate {
   sampledAt = -Infinity;
   /** Timed requests sent and not finished. */
   inFlight = 0;
+  /**
+   * Whether the last timed request to end here was answered (a sample, not censored): a slow
+   * endpoint's was, a black hole's were given up on.
+   */
+  answered = false;
   /** Since when requests have been in flight with none finishing: the last end, or the start that ended an idle spell. */
   #waitingSince = 0;
   /** Clock time of the first sample. */
@@ -56,6 +61,7 @@ export class LatencyEstimate {
   end(now: number, ms: number, censored: boolean): void {
     if (this.inFlight > 0) this.inFlight--;
     this.#waitingSince = now;
+    this.answered = !censored;
     if (!censored) this.samples++;
     const value = this.value;
     if (value !== value) {

@@ -66,3 +66,18 @@ test("a cold start's slow first answers are forgotten within a second; later on 
   feed(estimate, now, 50, 20, 20);
   t.true(estimate.value > 30, `the fall is slow again: ${estimate.value}`);
 });
+
+test('answered tells whether the last timed request to end was answered, not given up on', (t) => {
+  const estimate = new LatencyEstimate();
+  t.false(estimate.answered);
+  estimate.begin(0);
+  estimate.end(100, 100, false);
+  t.true(estimate.answered);
+  estimate.begin(200);
+  estimate.end(260, 60, true); // a hedge won and this attempt was aborted
+  t.false(estimate.answered, 'a black hole’s requests are given up on');
+  t.is(estimate.value, 100, 'and the estimate kept');
+  estimate.begin(300);
+  estimate.end(400, 100, false);
+  t.true(estimate.answered);
+});

@@ -7,13 +7,19 @@ import { worstWindow } from '../../helpers/endpoints.ts';
 
 const factors = (sim: Simulation): number[] => sim.set.list().map((e) => e.loadFactor);
 
+/** The fraction of the callers' requests sent in [from, to) that `server` answered (exploration copies are no caller's). */
+function waitedOn(sim: Simulation, server: number, from: number, to: number): number {
+  const done = sim.done.filter((d) => d.at >= from && d.at < to);
+  return done.filter((d) => d.server === server).length / done.length;
+}
+
 function p99(sim: Simulation, from: number): number {
   return percentile(sim.done.filter((d) => d.at >= from).map((d) => d.ms).sort((a, b) => a - b), 0.99);
 }
 
-test("a slow endpoint's share falls within a second and comes back within 10 s of it recovering", (t) => {
-  for (const rate of [110, 10]) {
-    const sim = simulate({ serviceMs: [20, 20, 20], rate });
+test("a slow endpoint's share falls within a second and comes back within 10 s of it recovering, with or without exploration copies", (t) => {
+  for (const [rate, explore] of [[110, false], [10, false], [110, true], [10, true]] as const) {
+    const sim = simulate({ serviceMs: [20, 20, 20], rate, explore });
     const start = sim.clock.now();
     sim.run(3_000);
     t.deepEqual(factors(sim), [1, 1, 1], `${rate}/s: alike servers, no load factor`);
@@ -21,10 +27,13 @@ test("a slow endpoint's share falls within a second and comes back within 10 s o
     const slowAt = sim.clock.now();
     sim.run(10_000);
     t.true(sim.share(2, slowAt + 1_000, slowAt + 10_000) < 0.03, `${rate}/s: slow share ${sim.share(2, slowAt + 1_000, slowAt + 10_000)}`);
+    t.true(sim.set.list()[2]!.lagging);
+    if (explore) t.true(waitedOn(sim, 2, slowAt + 1_000, slowAt + 10_000) < 0.005, `${rate}/s: callers waited on it: ${waitedOn(sim, 2, slowAt + 1_000, slowAt + 10_000)}`);
     sim.servers[2]!.serviceMs = 20;
     const recoveredAt = sim.clock.now();
     sim.run(13_000);
     t.deepEqual(factors(sim), [1, 1, 1], `${rate}/s: back to full weight`);
+    t.false(sim.set.list()[2]!.lagging, `${rate}/s: no longer lagging`);
     // From 10 s after the recovery on, a third again (3 s: a whole number of round-robin cycles at 10/s).
     t.true(Math.abs(sim.share(2, recoveredAt + 10_000, recoveredAt + 13_000) - 1 / 3) < 0.02, `${rate}/s: ${sim.share(2, recoveredAt + 10_000, recoveredAt + 13_000)}`);
     t.true(start < slowAt);
@@ -40,28 +49,34 @@ test('when the share falls, it falls at once: within 500 ms of the first slow an
   t.true(sim.share(2, slowAt + 500, slowAt + 2_000) < 0.03, `${sim.share(2, slowAt + 500, slowAt + 2_000)}`);
 });
 
-test('alike endpoints stay exactly even (±1 in every 10·N window), lightly loaded and saturated', (t) => {
-  for (const load of [{ rate: 110 }, { concurrency: 64 }, { concurrency: 3 }]) {
+test('alike endpoints stay exactly even (±1 in every 10·N window), lightly loaded and saturated, and none lags', (t) => {
+  for (const load of [{ rate: 110 }, { concurrency: 64 }, { concurrency: 3 }, { rate: 110, explore: true }, { concurrency: 64, explore: true }]) {
     const sim = simulate({ serviceMs: [20, 20, 20], ...load });
     sim.run(10_000);
     t.deepEqual(factors(sim), [1, 1, 1]);
     t.true(worstWindow(sim.picks.map((p) => p.server), [1, 1, 1], 30) <= 1, JSON.stringify(load));
+    t.is(sim.copies, 0, JSON.stringify(load));
   }
 });
 
 test("the issue's set-up: saturated ≈ 0.95 of the capacities' sum, light-load p99 ≤ 1.3× the fast service time", (t) => {
   const capacity = 4 / 20 + 4 / 20 + 4 / 100; // requests per ms
-  const saturated = simulate({ serviceMs: [20, 20, 100], concurrency: 64 });
-  const from = saturated.clock.now() + 2_000;
-  saturated.run(10_000);
-  const throughput = saturated.done.filter((d) => d.at >= from).length / 8_000;
-  t.log(`saturated: ${(throughput / capacity).toFixed(3)} of capacity`);
-  // 0.947–0.957 over the schedules' random starts: the target (0.95) is at the edge, so the floor is a notch below.
-  t.true(throughput >= 0.94 * capacity, `saturated: ${(throughput / capacity).toFixed(3)} of capacity`);
+  for (const explore of [false, true]) {
+    const saturated = simulate({ serviceMs: [20, 20, 100], concurrency: 64, explore });
+    const from = saturated.clock.now() + 2_000;
+    saturated.run(10_000);
+    const throughput = saturated.done.filter((d) => d.at >= from).length / 8_000;
+    t.log(`saturated${explore ? ', exploration copies' : ''}: ${(throughput / capacity).toFixed(3)} of capacity, ${saturated.copies} copies`);
+    // 0.947–0.957 over the schedules' random starts: the target (0.95) is at the edge, so the floor is a notch below.
+    t.true(throughput >= 0.94 * capacity, `saturated: ${(throughput / capacity).toFixed(3)} of capacity`);
+    // Saturated, the slow one's picks are real requests (its cost near twice the queueing fast ones'): copies are rare.
+    t.true(saturated.copies < 0.005 * saturated.done.length, `${saturated.copies} copies`);
+  }
   // Round robin as it was: the slow server caps everything at 3 × its capacity.
   const plain = simulate({ serviceMs: [20, 20, 100], concurrency: 64, picker: { policy: 'round-robin' } });
+  const plainFrom = plain.clock.now() + 2_000;
   plain.run(10_000);
-  t.true(plain.done.filter((d) => d.at >= from).length / 8_000 < 0.4 * capacity);
+  t.true(plain.done.filter((d) => d.at >= plainFrom).length / 8_000 < 0.4 * capacity);
 
   const light = simulate({ serviceMs: [20, 20, 100], rate: 110 });
   const lightFrom = light.clock.now() + 2_000;
@@ -80,6 +95,27 @@ test('lightly loaded, a 5× slower endpoint gets under 1 % in steady state, and 
   t.true(share < 0.01, `slow share ${share}`);
   t.true(share > 0, 'it is still tried');
   t.true(p99(sim, from) <= 22, `p99 ${p99(sim, from)} ms`);
+});
+
+test('with exploration copies, lightly loaded, callers wait on a 5× slower endpoint for under 0.5 % of requests while it keeps its trickle, the same as without copies', (t) => {
+  const run = (explore: boolean): Simulation => {
+    const sim = simulate({ serviceMs: [20, 20, 100], rate: 110, explore });
+    sim.run(32_000);
+    return sim;
+  };
+  const plain = run(false);
+  const copied = run(true);
+  const from = copied.clock.now() - 30_000;
+  const to = copied.clock.now();
+  t.log(`slow share ${plain.share(2, from, to).toFixed(4)} → ${copied.share(2, from, to).toFixed(4)}; callers waited on it ${waitedOn(plain, 2, from, to).toFixed(4)} → ${waitedOn(copied, 2, from, to).toFixed(4)}; copies ${copied.copies}`);
+  t.true(waitedOn(plain, 2, from, to) > 0.005, 'without copies, its trickle is the callers’');
+  t.true(waitedOn(copied, 2, from, to) < 0.005, `callers waited on it: ${waitedOn(copied, 2, from, to)}`);
+  // It gets the requests (and gives the answers) it would have had: the weights are not moved.
+  t.true(Math.abs(copied.share(2, from, to) - plain.share(2, from, to)) < 0.002, `${copied.share(2, from, to)} against ${plain.share(2, from, to)}`);
+  t.true(copied.share(2, from, to) > 0);
+  // Within the hedge budget (2 % of the answers), and short of the reserve kept for black holes.
+  t.true(copied.copies < 0.01 * copied.done.length, `${copied.copies} copies for ${copied.done.length} requests`);
+  t.true(p99(copied, from) <= 22);
 });
 
 test("a busy machine's stalls (a process not run for 40 ms, every 300 ms): saturated equal endpoints stay near round robin's throughput, a slow one's light-load share stays small", (t) => {
@@ -128,6 +164,7 @@ test('an endpoint that stops answering loses its share from its in-flight reques
   sim.run(2_000);
   t.true(sim.share(1, at + 500, at + 2_000) < 0.03, `${sim.share(1, at + 500, at + 2_000)}`);
   t.true(sim.set.list()[1]!.loadFactor < 0.05);
+  t.false(sim.set.list()[1]!.lagging, 'silent, not lagging: an exploration copy would only hang there, and hedges move what is stuck');
 });
 
 test("'round-robin' and 'least-request' keep no load factor", (t) => {

@@ -1,0 +1,195 @@
+// Exploration copies, unit level on a fake clock: BalancedRequest with a real Hedging policy and
+// retry budget over a host whose endpoints are scripted (each answers after its own delay). The
+// host's picker sends every first pick to `first`, as a weighted round robin does with a lagging
+// endpoint's trickle; other picks (the caller's request elsewhere, hedges) go round the others.
+import test from 'ava';
+import type { Dispatcher } from 'undici';
+import type { Endpoint } from '../../src/balancer/Endpoint.ts';
+import { BalancedRequest } from '../../src/dispatcher/BalancedRequest.ts';
+import { BodyTimers } from '../../src/dispatcher/BodyTimer.ts';
+import { Hedging } from '../../src/dispatcher/Hedge.ts';
+import type { RequestHost } from '../../src/dispatcher/RequestHost.ts';
+import { RetryBudget } from '../../src/dispatcher/RetryBudget.ts';
+import type { AttemptOutcome } from '../../src/health/outcome.ts';
+import type { Route } from '../../src/net/tls.ts';
+import { Totals } from '../../src/observability/stats.ts';
+import { FakeClock } from '../helpers/FakeClock.ts';
+import { endpoint } from '../helpers/endpoints.ts';
+
+type Handler = Dispatcher.DispatchHandler;
+const ROUTE: Route = { key: 'https://kubernetes.default.svc kubernetes.default.svc kubernetes.default.svc h2', protocol: 'https:', host: 'kubernetes.default.svc', verification: { name: 'kubernetes.default.svc', sni: 'kubernetes.default.svc' }, http1Only: false };
+const GET = '/api/v1/namespaces/default/configmaps/a';
+
+function setUp() {
+  const clock = new FakeClock();
+  const [slow, fast1, fast2] = [endpoint(1), endpoint(2), endpoint(3)] as [Endpoint, Endpoint, Endpoint];
+  slow.lagging = true;
+  /** Milliseconds each endpoint takes to answer; Infinity: never. */
+  const delay = new Map<Endpoint, number>([[slow, 100], [fast1, 20], [fast2, 20]]);
+  /** Endpoints whose connections break instead of answering. */
+  const broken = new Set<Endpoint>();
+  const sent: Array<{ endpoint: Endpoint; method: string; at: number; aborted: boolean }> = [];
+  const started: Array<{ endpoint: Endpoint; sentAt: number | undefined }> = [];
+  const ended: Array<{ endpoint: Endpoint; outcome: AttemptOutcome; startedAt: number }> = [];
+  let next = 0;
+  const hedging = new Hedging({ minDelayMs: 50, maxDelayMs: 250, percentile: 99 }, clock, () => {});
+  const budget = new RetryBudget(20, 3, clock);
+  const others = [fast1, fast2];
+  const host: RequestHost = {
+    maxAttempts: 3,
+    maxReplayBytes: 1024,
+    maxHeldResponse: 1024,
+    budget,
+    totals: new Totals('static:///test'),
+    clock,
+    bodyTimers: new BodyTimers(clock),
+    hedging,
+    pick: (_longRunning, _probationOk, exclude) => {
+      if (!exclude) return slow;
+      const ready = others.filter((e) => !exclude.has(e));
+      return ready.length ? ready[next++ % ready.length] : undefined;
+    },
+    send: (e, _route, opts, handler) => {
+      const record = { endpoint: e, method: opts.method, at: clock.now(), aborted: false };
+      sent.push(record);
+      const controller = { abort: () => (record.aborted = true), pause() {}, resume() {}, aborted: false, paused: false, reason: null, rawHeaders: null, rawTrailers: null } as unknown as Dispatcher.DispatchController;
+      handler.onRequestStart?.(controller, {});
+      const ms = delay.get(e)!;
+      if (ms === Infinity) return;
+      clock.setTimeout(() => {
+        if (record.aborted) return;
+        if (broken.has(e)) return handler.onResponseError?.(controller, Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
+        handler.onResponseStart?.(controller, 200, { 'content-type': 'application/json' }, 'OK');
+        handler.onResponseData?.(controller, Buffer.from('{}'));
+        handler.onResponseEnd?.(controller, {});
+      }, ms);
+    },
+    attemptStarted: (e, _long, _request, _attempt, sentAt) => void started.push({ endpoint: e, sentAt }),
+    attemptEnded: (e, _long, outcome, startedAt = NaN) => {
+      ended.push({ endpoint: e, outcome, startedAt });
+      if (outcome.type === 'response') budget.earn(clock.now());
+    },
+    retrying: () => {},
+    noEndpoints: () => new Error('none') as never,
+  };
+  const request = (method = 'GET', path = GET, longRunning = false) => {
+    const result: { startedAt: number; done?: number; status?: number; error?: Error } = { startedAt: clock.now() };
+    const downstream: Handler = {
+      onRequestStart() {},
+      onResponseStart: (_c, status) => void (result.status = status),
+      onResponseData() {},
+      onResponseEnd: () => void (result.done = clock.now()),
+      onResponseError: (_c, error) => {
+        result.error = error;
+        result.done = clock.now();
+      },
+    };
+    new BalancedRequest(host, ROUTE, { origin: 'https://kubernetes.default.svc', method, path }, downstream, longRunning, longRunning).start();
+    return result;
+  };
+  return { clock, slow, fast1, fast2, delay, broken, sent, started, ended, hedging, budget, host, request };
+}
+
+test('a timed GET picked for a lagging endpoint: the caller is answered by another endpoint, sent at once, while a copy measures the lagging one', (t) => {
+  const { clock, slow, sent, started, ended, hedging, budget, request } = setUp();
+  const r = request();
+  t.deepEqual(
+    sent.map((s) => [s.endpoint.key, s.at - r.startedAt]),
+    [
+      [slow.key, 0],
+      ['10.0.0.2:6443', 0],
+    ],
+    'the copy and the caller’s request go out together, no hedge delay',
+  );
+  t.is(hedging.hedges, 1, 'paid as a hedge');
+  t.is(budget.retries, 1, 'the copy holds a unit of the retry budget while it runs');
+  clock.advance(20);
+  t.is(r.status, 200);
+  t.is(r.done! - r.startedAt, 20, 'the caller waited for the fast endpoint only');
+  t.is(ended.filter((e) => e.endpoint === slow).length, 0, 'the copy runs on');
+  clock.advance(80);
+  const copy = ended.find((e) => e.endpoint === slow)!;
+  t.is(copy.outcome.type, 'response', 'the copy is read to its end and judged as an answer');
+  t.is(clock.now() - copy.startedAt, 100, 'its latency is measured from its own start: the estimate sees the slow answer');
+  t.is(started.find((s) => s.endpoint === slow)!.sentAt, r.startedAt);
+  t.is(budget.retries, 0, 'released');
+  t.is(slow.lastAnswerAt, r.startedAt + 100, 'hedging heard it answer: hedges that beat it meanwhile are no sign of a black hole');
+  t.false(sent.some((s) => s.aborted), 'nothing aborted: no loser to cut short');
+});
+
+test('never for a write, a watch, a LIST, a request that is not picked for a lagging endpoint, or with hedging off', (t) => {
+  const { slow, fast1, sent, hedging, host, request } = setUp();
+  request('POST', '/api/v1/namespaces/default/configmaps');
+  request('PUT', GET);
+  request('DELETE', GET);
+  request('GET', '/api/v1/namespaces/default/configmaps?watch=true', true);
+  request('GET', '/api/v1/namespaces/default/configmaps');
+  t.deepEqual(
+    sent.map((s) => s.endpoint),
+    [slow, slow, slow, slow, slow],
+    'each went where it was picked, alone',
+  );
+  t.is(hedging.hedges, 0);
+  slow.lagging = false;
+  request();
+  t.is(sent.at(-1)!.endpoint, slow, 'an endpoint that does not lag keeps its pick');
+  slow.lagging = true;
+  const off = { ...host, hedging: undefined };
+  new BalancedRequest(off, ROUTE, { origin: 'https://kubernetes.default.svc', method: 'GET', path: GET }, {}, false, false).start();
+  t.is(sent.at(-1)!.endpoint, slow, 'hedging off: no copies');
+  t.is(sent.length, 7);
+  t.false(sent.some((s) => s.endpoint === fast1));
+});
+
+test('copies stop at the reserve that keeps half the earned hedges for black holes, which still get hedged', (t) => {
+  const { clock, slow, delay, sent, hedging, request } = setUp();
+  // A healthy warm-up first, so that the retry budget has credit for a burst (20 % of 500 answers).
+  slow.lagging = false;
+  delay.set(slow, 1);
+  for (let i = 0; i < 500; i++) {
+    request();
+    clock.advance(1);
+  }
+  sent.length = 0;
+  t.is(hedging.hedges, 0);
+  // Then it lags, and turns into a black hole: copies earn nothing back, and nothing comes from there.
+  slow.lagging = true;
+  delay.set(slow, Infinity);
+  const results = Array.from({ length: 80 }, () => request());
+  t.is(hedging.hedges, 50, 'copies spend half the burst of 100, no more');
+  t.is(sent.filter((s) => s.endpoint !== slow).length, 50, 'fifty callers went elsewhere at once');
+  t.is(sent.filter((s) => s.endpoint === slow).length, 80, 'fifty copies, and thirty requests where they were picked');
+  clock.advance(400);
+  t.is(hedging.hedges, 80, 'the thirty GETs stuck on the silent endpoint were hedged from the reserve');
+  t.true(
+    results.every((r) => r.status === 200 && r.done! - r.startedAt <= 400),
+    'every caller answered',
+  );
+});
+
+test('a copy’s answer tells hedging that its endpoint answers, but is no sample of the callers’ wait', (t) => {
+  const clock = new FakeClock();
+  const hedging = new Hedging({ minDelayMs: 50, maxDelayMs: 250, percentile: 99 }, clock, () => {});
+  const lagging = endpoint(1);
+  for (let i = 0; i < 64; i++) hedging.answered(endpoint(2), 10);
+  t.is(hedging.delayMs, 50);
+  clock.advance(100);
+  for (let i = 0; i < 640; i++) hedging.heard(lagging, clock.now());
+  t.is(lagging.lastAnswerAt, clock.now());
+  for (let i = 0; i < 64; i++) hedging.answered(endpoint(2), 10);
+  t.is(hedging.delayMs, 50, 'copies do not move the hedge delay');
+  for (let i = 0; i < 64; i++) hedging.answered(lagging, 200);
+  t.is(hedging.delayMs, 200, 'callers’ answers do');
+});
+
+test('a copy that breaks is judged as the failure it is, releases its budget, and leaves the caller alone', (t) => {
+  const { clock, slow, broken, ended, budget, request } = setUp();
+  broken.add(slow);
+  const r = request();
+  clock.advance(100);
+  t.is(r.status, 200);
+  t.true(r.error === undefined);
+  const copy = ended.find((e) => e.endpoint === slow)!;
+  t.like(copy.outcome, { type: 'error', kind: 'reset' });
+  t.is(budget.retries, 0);
+});
