@@ -4,7 +4,7 @@ import { classifyError } from '../health/classifyError.ts';
 import type { AttemptOutcome } from '../health/outcome.ts';
 import { REJECTION_BODY_BYTES } from '../health/rejections.ts';
 import type { Route } from '../net/tls.ts';
-import type { BodyTimer, Reader } from './BodyTimer.ts';
+import { BodyTimer, type Reader } from './BodyTimer.ts';
 import type { DescribedRequest, RequestHost } from './RequestHost.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;
@@ -49,10 +49,13 @@ export function explore(host: RequestHost, endpoint: Endpoint, route: Route, opt
   return other;
 }
 
-/** The copy: its answer is read to the end (a reset would cost an HTTP/1.1 connection) and dropped. */
-class ExploreCopy implements Handler, Reader {
+/**
+ * The copy: its answer is read to the end (a reset would cost an HTTP/1.1 connection) and dropped.
+ * It is its own body timer, and its own never-paused reader.
+ */
+class ExploreCopy extends BodyTimer implements Handler, Reader {
   readonly paused = false;
-  bodyTimer: BodyTimer | undefined;
+  bodyTimer: BodyTimer | undefined = undefined;
   readonly #host: RequestHost;
   readonly #endpoint: Endpoint;
   readonly #bodyTimeout: number;
@@ -65,9 +68,14 @@ class ExploreCopy implements Handler, Reader {
   #settled = false;
 
   constructor(host: RequestHost, endpoint: Endpoint, bodyTimeout: number) {
+    super();
     this.#host = host;
     this.#endpoint = endpoint;
     this.#bodyTimeout = bodyTimeout;
+  }
+
+  get reader(): Reader {
+    return this;
   }
 
   send(route: Route, opts: DispatchOptions, request: DescribedRequest): void {
@@ -93,23 +101,23 @@ class ExploreCopy implements Handler, Reader {
     const host = this.#host;
     const now = host.clock.now();
     host.hedging?.heard(this.#endpoint, now);
-    if (this.#bodyTimeout > 0) this.bodyTimer = host.bodyTimers.start(this.#bodyTimeout, this, this, now);
+    if (this.#bodyTimeout > 0) host.bodyTimers.start(this, this.#bodyTimeout, now);
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
-    this.bodyTimer?.touch();
+    this.touch();
     if ((this.#statusCode === 429 || this.#statusCode >= 500) && this.#body.length < REJECTION_BODY_BYTES) {
       this.#body += chunk.toString('latin1', 0, REJECTION_BODY_BYTES - this.#body.length);
     }
   }
 
   onResponseEnd(): void {
-    this.bodyTimer?.stop();
+    this.stop();
     this.#settle({ type: 'response', statusCode: this.#statusCode, headers: this.#headers, body: this.#body, eviction: false });
   }
 
   onResponseError(_controller: Controller | null, error: Error): void {
-    this.bodyTimer?.stop();
+    this.stop();
     const kind = classifyError(error);
     this.#settle(kind === 'aborted' ? { type: 'aborted' } : { type: 'error', kind, error });
   }
