@@ -13,7 +13,11 @@ import { until } from '../helpers/poll.ts';
 
 const BODY = JSON.stringify({ kind: 'ConfigMap', data: { text: 'x'.repeat(4000) } });
 
-/** Servers that answer `/half` with the head and half the body and then stall; the rest whole. */
+/**
+ * Servers that answer `/half` with the head and half the body and then stall; the rest whole.
+ * The balancers over them do not hedge: on a busy machine a first GET waits past the 250-ms hedge
+ * delay for its TLS handshake, and a hedge (not the held-back retry) would then rescue it.
+ */
 async function halfServers(): Promise<{ servers: TestServer[]; stalled: ServerResponse[] }> {
   const stalled: ServerResponse[] = [];
   const servers = await startServers(HOSTS.slice(0, 2), {
@@ -32,7 +36,7 @@ async function halfServers(): Promise<{ servers: TestServer[]; stalled: ServerRe
 
 test('a GET whose connection breaks mid-body is retried on another endpoint; the caller sees only the whole response', async (t) => {
   const { servers, stalled } = await halfServers();
-  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false });
   const retries: string[] = [];
   balancer.on('retry', (e) => retries.push(e.reason));
   try {
@@ -57,7 +61,7 @@ test('a GET whose connection breaks mid-body is retried on another endpoint; the
 
 test('a response larger than maxHeldResponse streams as it arrives (and its break reaches the caller); a POST is never held', async (t) => {
   const { servers, stalled } = await halfServers();
-  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, maxHeldResponse: 500 });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false, maxHeldResponse: 500 });
   try {
     const res = await undici.request(`${ORIGIN}/half`, { dispatcher: balancer });
     let received = 0;
@@ -87,8 +91,9 @@ test.serial('an apiserver crashes while response bodies are being written: 0 of 
   const cluster = await ApiserverCluster.start();
   for (let i = 0; i < 20; i++) cluster.store.create(RESOURCES.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, namespace: 'default' }, data: { text: 'x'.repeat(2000) } });
   // Every body goes out in two halves 30 ms apart: at any moment most GETs in flight are mid-body.
+  // No hedges: on a busy machine they raced (and won) the GETs caught there, leaving no retry to see.
   cluster.setModes({ bodyPauseMs: 30 });
-  const balancer = createBalancer({ origin: `https://kubernetes.default.svc:${cluster.port}`, target: cluster.target, tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: `https://kubernetes.default.svc:${cluster.port}`, target: cluster.target, tls: { ca: certs.ca }, probe: false, hedge: false });
   const victim = cluster.instances[1]!;
   try {
     const origin = `https://kubernetes.default.svc:${cluster.port}`;
