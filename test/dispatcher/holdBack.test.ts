@@ -112,7 +112,7 @@ test.serial('an apiserver crashes while response bodies are being written: 0 of 
     await victim.crash();
     const done = await results;
     const failed = done.filter((r) => r.error);
-    t.log(`GETs in flight on the crashed apiserver: ${inFlightThere}; retried after a mid-body break: ${balancer.stats().totals.retries.reset}`);
+    t.log(`GETs in flight on the crashed apiserver: ${inFlightThere}; retried after a mid-body break: ${balancer.stats().totals.retries.reset}; retries: ${JSON.stringify(balancer.stats().totals.retries)}`);
     t.true(inFlightThere > 0, 'the crash caught GETs in flight');
     t.true(balancer.stats().totals.retries.reset > 0, 'some responses broke mid-body and were retried');
     t.deepEqual(failed.map((r) => r.error?.message), [], 'no GET failed');
