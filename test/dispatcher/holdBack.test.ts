@@ -67,7 +67,7 @@ test('a response larger than maxHeldResponse streams as it arrives (and its brea
     let received = 0;
     res.body.on('data', (chunk: Buffer) => (received += chunk.length));
     const ended = new Promise<unknown>((resolve) => res.body.once('end', () => resolve('end')).once('error', resolve));
-    await until(() => received === 1000, { what: 'the first half to stream through', timeoutMs: 3000 });
+    await until(() => received === 1000, { what: 'the first half to stream through' });
     stalled[0]!.socket!.destroy();
     t.like(await ended, { code: 'UND_ERR_SOCKET' });
 
