@@ -108,6 +108,12 @@ test.serial('an apiserver crashes while response bodies are being written: 0 of 
       return res.statusCode;
     });
     await until(() => sent >= 150, { what: 'the load to be under way' });
+    // From here the victim writes half of each body and stalls until it crashes: with the 30-ms
+    // pause alone, a busy machine ran both halves' timers before the crash and the GETs "in flight"
+    // there were whole in our socket buffers (seen: 5 in flight, none broken, in two loaded runs).
+    const mark = victim.requests.length;
+    victim.setModes({ bodyPauseMs: 600_000 });
+    await until(() => victim.requests.slice(mark).some((r) => r.status === 200), { what: 'a GET on the victim to be mid-body' });
     const inFlightThere = balancer.endpoints().find((e) => e.key === victim.authority)!.inFlight;
     await victim.crash();
     const done = await results;
