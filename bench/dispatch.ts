@@ -3,7 +3,10 @@
 // `CPU ratio`: the client process's CPU time per request (process.cpuUsage; the server runs in
 // another process) through the balancer over the Pool's: the steadier measure on a shared machine.
 // Then the CPU phase: HTTP/2 only, many short interleaved runs with an A/A pair (target CPU ratio <= 1.02);
-// BENCH_CPU_ONLY=1 runs it alone.
+// BENCH_CPU_ONLY=1 runs it alone. BENCH_CPU_BASELINE=<another checkout>/src/index.ts adds that build's
+// balancer as a fourth contender in the same rounds (a branch against main in one process: on a shared
+// machine far steadier than two runs), e.g. after `git worktree add /tmp/main main`.
+import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Pool } from 'undici';
@@ -24,6 +27,7 @@ const MS = Number(process.env.BENCH_MS ?? 1500);
  */
 const CPU_ROUNDS = Number(process.env.BENCH_CPU_ROUNDS ?? 30);
 const CPU_REQUESTS = Number(process.env.BENCH_CPU_REQUESTS ?? 2000);
+const CPU_BASELINE = process.env.BENCH_CPU_BASELINE;
 
 export async function run(): Promise<unknown> {
   const rows: Array<Record<string, string | number>> = [];
@@ -69,6 +73,7 @@ async function cpuPhase(): Promise<unknown> {
   const server = await startServerProcess('127.0.0.2', 'h2');
   const rows: Array<Record<string, number | string>> = [];
   const results: unknown[] = [];
+  const other = CPU_BASELINE ? ((await import(pathToFileURL(CPU_BASELINE).href)) as { createBalancer: typeof createBalancer }) : undefined;
   try {
     for (const concurrency of [1, 64]) {
       const requests = concurrency === 1 ? Math.ceil(CPU_REQUESTS / 2) : CPU_REQUESTS;
@@ -76,18 +81,21 @@ async function cpuPhase(): Promise<unknown> {
       const pool = new Pool(`https://127.0.0.2:${server.port}`, { connect: { ca: certs.ca, servername: APISERVER_NAME } });
       const viaPool = async (): Promise<void> => (await pool.request({ path: PATH, method: 'GET', headers: { host: `${APISERVER_NAME}:6443` } })).body.dump();
       const viaBalancer = async (): Promise<void> => (await balancer.request({ origin: ORIGIN, path: PATH, method: 'GET' })).body.dump();
-      const arms = { pool: viaPool, balancer: viaBalancer, poolAgain: viaPool };
+      const baseline = other?.createBalancer({ origin: ORIGIN, target: `static:///127.0.0.2:${server.port}`, tls: { ca: certs.ca } });
+      const viaBaseline = async (): Promise<void> => (await baseline!.request({ origin: ORIGIN, path: PATH, method: 'GET' })).body.dump();
+      const arms = { pool: viaPool, balancer: viaBalancer, poolAgain: viaPool, ...(baseline ? { baseline: viaBaseline } : {}) };
       const names = Object.keys(arms) as Array<keyof typeof arms>;
       // Warm-up: connections and the JIT.
-      for (const name of names) await countedRun(arms[name], concurrency, requests);
-      const runs = { pool: [] as number[], balancer: [] as number[], poolAgain: [] as number[] };
+      for (const name of names) await countedRun(arms[name]!, concurrency, requests);
+      const runs = { pool: [] as number[], balancer: [] as number[], poolAgain: [] as number[], baseline: [] as number[] };
       for (let i = 0; i < CPU_ROUNDS; i++) {
         for (let k = 0; k < names.length; k++) {
           const name = names[(i + k) % names.length]!;
-          runs[name].push(await countedRun(arms[name], concurrency, requests));
+          runs[name].push(await countedRun(arms[name]!, concurrency, requests));
         }
       }
       await balancer.close();
+      await baseline?.close();
       await pool.close();
       const ratios = runs.pool.map((p, i) => runs.balancer[i]! / p);
       const aa = runs.pool.map((p, i) => runs.poolAgain[i]! / p);
@@ -99,6 +107,7 @@ async function cpuPhase(): Promise<unknown> {
         'CPU ratio IQR': iqr(ratios),
         'A/A ratio': Number(median(aa).toFixed(3)),
         'A/A IQR': iqr(aa),
+        ...(baseline ? baselineColumns(runs.balancer, runs.baseline) : {}),
         rounds: CPU_ROUNDS,
         'requests/run': requests,
       };
@@ -138,6 +147,12 @@ async function countedRun(send: () => Promise<void>, concurrency: number, reques
   collect?.();
   const used = process.cpuUsage(start);
   return (used.user + used.system) / requests;
+}
+
+/** This build's balancer against the baseline build's, round by round. */
+function baselineColumns(balancer: number[], baseline: number[]): Record<string, number | string> {
+  const ratios = balancer.map((b, i) => b / baseline[i]!);
+  return { 'baseline CPU µs/req': round(median(baseline)), 'vs baseline': Number(median(ratios).toFixed(3)), 'vs baseline IQR': iqr(ratios) };
 }
 
 /** The interquartile range of `values`, as "p25–p75". */

@@ -4,8 +4,8 @@ import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
 import { REJECTION_BODY_BYTES } from '../health/rejections.ts';
 import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
-import type { BodyTimer, Reader } from './BodyTimer.ts';
-import type { HeldResponse } from './HoldBack.ts';
+import { BodyTimer, type Reader } from './BodyTimer.ts';
+import { fitsHold } from './HoldBack.ts';
 import type { RequestHost } from './RequestHost.ts';
 
 type Handler = Dispatcher.DispatchHandler;
@@ -34,8 +34,10 @@ export interface AttemptOwner extends Controller, Reader {
   inspects(statusCode: number, headers: Headers): boolean;
   inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean;
   commit(): void;
-  holdUntilComplete(statusCode: number, headers: Headers, statusMessage: string | undefined): HeldResponse | undefined;
-  release(held: HeldResponse): void;
+  /** Whether its response may be held until complete (a short GET/HEAD whose body can be sent again). */
+  readonly holdable: boolean;
+  /** Its held response is complete: the caller gets it from `attempt.passHead`/`passBody`, now or soon. */
+  completedHeld(attempt: Attempt, trailers: Headers): void;
   heldBackDone(attempt: Attempt): void;
   watchStarted(attempt: Attempt, contentType: string | string[] | undefined): void;
   attemptSettled(attempt: Attempt): void;
@@ -48,14 +50,17 @@ export interface AttemptOwner extends Controller, Reader {
 /** An attempt's headers until it has a response: one object shared by all, read and never written. */
 const NO_HEADERS: Headers = Object.freeze({});
 
-/** One attempt on one endpoint: forwards to the caller unless its response is held back for a retry. */
-export class Attempt implements Handler {
+/**
+ * One attempt on one endpoint: forwards to the caller unless its response is held back for a retry.
+ * It is its own body timer (the list entry `BodyTimers` keeps while its body runs) and holds a short
+ * response itself until complete: one object per attempt instead of three.
+ */
+export class Attempt extends BodyTimer implements Handler {
   readonly endpoint: Endpoint;
   readonly #request: AttemptOwner;
   /** Retry attempts hold a unit of the retry budget until they end. */
   readonly #holdsBudget: boolean;
   #controller: Controller | undefined;
-  #bodyTimer: BodyTimer | undefined;
   #moved = false;
   started = false;
   /**
@@ -65,8 +70,18 @@ export class Attempt implements Handler {
   sentAt = 0;
   answered = false;
   #heldBack = false;
-  /** The response being held until complete, while it is. */
-  #held: HeldResponse | undefined;
+  /**
+   * Whether the response is being held until complete (a short GET or HEAD, up to `maxHeldResponse`
+   * bytes): while it is the caller has seen nothing, so a connection that breaks before the end can
+   * still be retried on another endpoint; once released, it is the caller's. Its chunks are kept as
+   * undici hands them over (each a view of a buffer read for it alone, an HTTP/1.1 socket read or
+   * an HTTP/2 DATA frame, never rewritten): holding costs no copy. Most are one chunk.
+   */
+  #holding = false;
+  #heldFirst: Buffer | undefined;
+  #heldRest: Buffer[] | undefined;
+  #heldBytes = 0;
+  #statusMessage: string | undefined;
   /** A response read whole before the request decides whether it goes elsewhere (`BalancedRequest.inspects`). */
   #inspected: Inspected | undefined;
   #statusCode = 0;
@@ -75,6 +90,7 @@ export class Attempt implements Handler {
   #settled = false;
 
   constructor(request: AttemptOwner, endpoint: Endpoint, holdsBudget: boolean) {
+    super();
     this.#request = request;
     this.endpoint = endpoint;
     this.#holdsBudget = holdsBudget;
@@ -90,6 +106,11 @@ export class Attempt implements Handler {
     return this.#controller;
   }
 
+  /** The caller's side of the response, whose pause stops the body timer (see BodyTimer). */
+  get reader(): Reader {
+    return this.#request;
+  }
+
   /** Another attempt of the request answered first (or it ended): this one ends with no verdict. */
   supersede(): void {
     if (this.#settled) return;
@@ -100,7 +121,7 @@ export class Attempt implements Handler {
   /** The watch is being moved: it ends without a verdict on the endpoint's health. */
   moved(): void {
     this.#moved = true;
-    this.#bodyTimer?.stop();
+    this.stop();
     this.#settle({ type: 'aborted' });
   }
 
@@ -131,7 +152,7 @@ export class Attempt implements Handler {
       request.responded(this, now);
       this.#statusCode = statusCode;
       this.#headers = headers;
-      if (request.bodyTimeout > 0) this.#bodyTimer = request.host.bodyTimers.start(request.bodyTimeout, request, this, now);
+      if (request.bodyTimeout > 0) request.host.bodyTimers.start(this, request.bodyTimeout, now);
       if (request.inspects(statusCode, headers)) {
         this.#inspected = { statusCode, headers, statusMessage, chunks: [], bytes: 0 };
         return;
@@ -140,8 +161,11 @@ export class Attempt implements Handler {
         this.#heldBack = true;
         return;
       }
-      this.#held = request.holdUntilComplete(statusCode, headers, statusMessage);
-      if (this.#held) return;
+      if (request.holdable && fitsHold(headers['content-length'], request.host.maxHeldResponse)) {
+        this.#holding = true;
+        this.#statusMessage = statusMessage;
+        return;
+      }
       request.commit();
       if (request.watch && statusCode < 300) request.watchStarted(this, headers['content-type']);
     }
@@ -149,18 +173,24 @@ export class Attempt implements Handler {
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
-    this.#bodyTimer?.touch();
+    this.touch();
     // Kept to read what a rejection says (a shutdown, a lagging watch cache), whether or not it is retried.
     if ((this.#statusCode === 429 || this.#statusCode >= 500) && this.#body.length < REJECTION_BODY_BYTES) {
       this.#body += chunk.toString('latin1', 0, REJECTION_BODY_BYTES - this.#body.length);
     }
     if (this.#heldBack || this.#moved) return;
-    const held = this.#held;
-    if (held) {
-      if (held.add(chunk)) return;
+    if (this.#holding) {
+      if (this.#heldFirst === undefined) this.#heldFirst = chunk;
+      else (this.#heldRest ??= []).push(chunk);
+      this.#heldBytes += chunk.length;
+      if (this.#heldBytes <= this.#request.host.maxHeldResponse) return;
       // Too large to hold: it streams from here on, and is no longer retried.
-      this.#held = undefined;
-      return this.#request.release(held);
+      this.#holding = false;
+      const request = this.#request;
+      request.commit();
+      if (request.finished) return;
+      this.passHead(request.downstream, request);
+      return this.passBody(request.downstream, request);
     }
     const inspected = this.#inspected;
     if (inspected) {
@@ -175,14 +205,14 @@ export class Attempt implements Handler {
 
   onResponseEnd(_controller: Controller, trailers: Headers): void {
     const request = this.#request;
-    this.#bodyTimer?.stop();
+    this.stop();
     if (this.#moved) return;
     this.#settle(this.#responseOutcome());
     if (this.#inspected && request.inspected(this, this.#statusCode, this.#headers, this.#body)) this.#heldBack = true;
     if (this.#heldBack) return request.heldBackDone(this);
-    if (this.#held) {
-      request.release(this.#held);
-      this.#held = undefined;
+    if (this.#holding) {
+      this.#holding = false;
+      return request.completedHeld(this, trailers);
     }
     if (this.#inspected) this.#release();
     if (request.finished) return;
@@ -190,7 +220,7 @@ export class Attempt implements Handler {
   }
 
   onResponseError(_controller: Controller | null, error: Error): void {
-    this.#bodyTimer?.stop();
+    this.stop();
     if (this.#moved) return;
     // An inspected response that broke is an attempt that failed: what it said was not all said.
     this.#inspected = undefined;
@@ -200,7 +230,8 @@ export class Attempt implements Handler {
       return this.#request.heldBackDone(this);
     }
     // A response still held broke before its end: the caller saw none of it, so it may be retried.
-    this.#held = undefined;
+    this.#holding = false;
+    this.#heldFirst = this.#heldRest = undefined;
     const kind = this.#request.aborted ? 'aborted' : classifyError(error);
     this.#settle(kind === 'aborted' ? { type: 'aborted' } : { type: 'error', kind, error });
     this.#request.attemptFailed(this, error, kind);
@@ -216,6 +247,30 @@ export class Attempt implements Handler {
 
   onResponseStarted(): void {
     this.#request.downstream.onResponseStarted?.();
+  }
+
+  /** Hands a held response's head to `downstream`. */
+  passHead(downstream: Handler, controller: Controller): void {
+    downstream.onResponseStart?.(controller, this.#statusCode, this.#headers, this.#statusMessage);
+  }
+
+  /** Hands every held chunk to `downstream` (unless it aborts meanwhile), and lets go of them. */
+  passBody(downstream: Handler, controller: Controller): void {
+    const first = this.#heldFirst;
+    const rest = this.#heldRest;
+    this.#heldFirst = this.#heldRest = undefined;
+    if (first === undefined || controller.aborted) return;
+    downstream.onResponseData?.(controller, first);
+    if (rest === undefined) return;
+    for (const chunk of rest) {
+      if (controller.aborted) return;
+      downstream.onResponseData?.(controller, chunk);
+    }
+  }
+
+  /** Whether a held response has body chunks still to pass on. */
+  get holdsBody(): boolean {
+    return this.#heldFirst !== undefined;
   }
 
   /** Passes an inspected response on to the caller as it came: its start, then what was read of its body. */

@@ -11,11 +11,6 @@ export interface Reader {
   bodyTimer: BodyTimer | undefined;
 }
 
-/** The response a body timer guards. */
-export interface Abortable {
-  abort(reason: Error): void;
-}
-
 /**
  * undici's `bodyTimeout` (the longest silence between two pieces of a response body), kept here:
  * undici is given `bodyTimeout: 0`.
@@ -47,18 +42,23 @@ export class BodyTimers {
     this.clock = clock;
   }
 
-  /** Starts the wait of a response that began at clock time `now`: `response` is aborted after `ms` of silence. */
-  start(ms: number, reader: Reader, response: Abortable, now: number): BodyTimer {
-    const timer = new BodyTimer(this, ms, reader, response, now);
+  /**
+   * Starts the wait of a response that began at clock time `now`: `timer` (the response itself) is
+   * aborted after `ms` of silence.
+   */
+  start(timer: BodyTimer, ms: number, now: number): void {
+    timer.timers = this;
+    timer.ms = ms;
+    timer.last = now;
+    timer.linked = true;
     const tail = this.#tail;
     timer.prev = tail;
     if (tail) tail.next = timer;
     else this.#head = timer;
     this.#tail = timer;
-    reader.bodyTimer = timer;
+    timer.reader.bodyTimer = timer;
     // Mostly later than the timer already set (the same `ms`, started later): nothing to do.
     if (now + ms < this.#timerAt) this.#arm(now + ms, now);
-    return timer;
   }
 
   /** Every timer stops, the clock's with them (the balancer closes). */
@@ -105,43 +105,38 @@ export class BodyTimers {
   };
 }
 
-/** One response's body timeout, while it runs (see `BodyTimers`). */
-export class BodyTimer {
-  readonly ms: number;
-  readonly reader: Reader;
-  readonly #timers: BodyTimers;
-  /** What is aborted when the body has been silent too long (an attempt: no closure per response). */
-  readonly #response: Abortable;
+/**
+ * One response's body timeout, while it runs (see `BodyTimers`): the response (an attempt) is its
+ * own list entry, so a timed response costs no object of its own.
+ */
+export abstract class BodyTimer {
+  /** The caller's side, whose pause stops the wait. */
+  abstract readonly reader: Reader;
+  ms = 0;
   /** Clock time of the last chunk, the resume, or the start. */
-  last: number;
-  prev: BodyTimer | undefined;
-  next: BodyTimer | undefined;
-  linked = true;
+  last = 0;
+  prev: BodyTimer | undefined = undefined;
+  next: BodyTimer | undefined = undefined;
+  linked = false;
+  timers: BodyTimers | undefined = undefined;
 
-  constructor(timers: BodyTimers, ms: number, reader: Reader, response: Abortable, now: number) {
-    this.#timers = timers;
-    this.ms = ms;
-    this.reader = reader;
-    this.#response = response;
-    this.last = now;
-    this.prev = undefined;
-    this.next = undefined;
-  }
+  /** Silent too long: the response fails with this error. */
+  abstract abort(reason: Error): void;
 
   /** Body data arrived (or the caller resumed reading). */
   touch(): void {
-    this.last = this.#timers.clock.now();
+    if (this.linked) this.last = this.timers!.clock.now();
   }
 
   stop(): void {
     if (!this.linked) return;
-    this.#timers.unlink(this);
+    this.timers!.unlink(this);
     if (this.reader.bodyTimer === this) this.reader.bodyTimer = undefined;
   }
 
   /** Silent for `ms`: the response fails with undici's error. */
   expire(): void {
     this.stop();
-    this.#response.abort(new errors.BodyTimeoutError(`no response body data for ${this.ms} ms`));
+    this.abort(new errors.BodyTimeoutError(`no response body data for ${this.ms} ms`));
   }
 }

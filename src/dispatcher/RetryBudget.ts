@@ -20,6 +20,8 @@ export class RetryBudget {
   readonly #credit = new Array<number>(WINDOW_SECONDS).fill(0);
   #second = 0;
   requests = 0;
+  /** The short requests among them (the rest are watches and other long-running requests). */
+  shortRequests = 0;
   retries = 0;
   /** Retries refused, for stats. */
   refused = 0;

@@ -1,19 +1,29 @@
 // BodyTimers, unit level on a fake clock: one clock timer for every running response, each failing
 // exactly its own `ms` after its last chunk, never while its reader is paused.
 import test from 'ava';
-import { BodyTimers, type BodyTimer } from '../../src/dispatcher/BodyTimer.ts';
+import { BodyTimer, BodyTimers } from '../../src/dispatcher/BodyTimer.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 
-function response(clock: FakeClock) {
-  const reader: { paused: boolean; bodyTimer: BodyTimer | undefined } = { paused: false, bodyTimer: undefined };
-  const result: { reader: typeof reader; failedAt?: number; error?: Error; abort(reason: Error): void } = {
-    reader,
-    abort(reason) {
-      result.failedAt = clock.now();
-      result.error = reason;
-    },
-  };
-  return result;
+/** A response as an attempt is one: its own timer. */
+class Response extends BodyTimer {
+  readonly reader: { paused: boolean; bodyTimer: BodyTimer | undefined } = { paused: false, bodyTimer: undefined };
+  failedAt: number | undefined;
+  error: Error | undefined;
+  readonly #clock: FakeClock;
+
+  constructor(clock: FakeClock) {
+    super();
+    this.#clock = clock;
+  }
+
+  abort(reason: Error): void {
+    this.failedAt = this.#clock.now();
+    this.error = reason;
+  }
+}
+
+function response(clock: FakeClock): Response {
+  return new Response(clock);
 }
 
 test('responses of different timeouts share one clock timer, and each fails exactly its own ms after its last chunk', (t) => {
@@ -22,13 +32,13 @@ test('responses of different timeouts share one clock timer, and each fails exac
   const long = response(clock);
   const short = response(clock);
   const quiet = response(clock);
-  timers.start(300_000, long.reader, long, clock.now());
+  timers.start(long, 300_000, clock.now());
   clock.advance(10);
-  timers.start(5_000, short.reader, short, clock.now());
+  timers.start(short, 5_000, clock.now());
   clock.advance(10);
-  const stopped = timers.start(100, quiet.reader, quiet, clock.now());
+  timers.start(quiet, 100, clock.now());
   t.is(clock.pending, 1, 'one clock timer for three responses');
-  stopped.stop();
+  quiet.stop();
   t.is(quiet.reader.bodyTimer, undefined);
   clock.advance(4_000);
   short.reader.bodyTimer!.touch();
@@ -49,7 +59,7 @@ test('a paused reader never times out; its resume starts the wait afresh; close(
   const clock = new FakeClock();
   const timers = new BodyTimers(clock);
   const paused = response(clock);
-  timers.start(1_000, paused.reader, paused, clock.now());
+  timers.start(paused, 1_000, clock.now());
   paused.reader.paused = true;
   clock.advance(10_500);
   t.is(paused.failedAt, undefined);
@@ -61,7 +71,7 @@ test('a paused reader never times out; its resume starts the wait afresh; close(
   clock.advance(1);
   t.is(paused.failedAt, resumedAt + 1_000);
   const open = response(clock);
-  timers.start(1_000, open.reader, open, clock.now());
+  timers.start(open, 1_000, clock.now());
   t.is(clock.pending, 1);
   timers.close();
   t.is(clock.pending, 0);

@@ -84,7 +84,11 @@ test('a short GET held until complete (the default) whose body goes silent times
   try {
     const request = undici.request(`${ORIGIN}/api/v1/configmaps`, { dispatcher: balancer });
     request.catch(() => {});
+    const before = clock.pending;
     await until(() => open.get('/api/v1/configmaps'));
+    // Nothing reaches the caller while it is held: wait for the body timer's clock timer instead, or,
+    // on a slow machine, both steps below may pass before the response headers come.
+    await until(() => clock.pending > before, { what: 'the response headers to reach the balancer' });
     clock.advance(299_999);
     t.is(await bodyOutcome(request), 'pending');
     // Twice the timeout in all: the chunk sent with the headers may have come after the first step.

@@ -5,7 +5,7 @@ import test from 'ava';
 import * as undici from 'undici';
 import { ApiserverCluster, RESOURCES } from '../../fixtures/apiserver/index.ts';
 import { certs } from '../../fixtures/certs/index.ts';
-import { startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
+import { sendJson, startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
 import { createBalancer } from '../../src/index.ts';
 import { HOSTS, ORIGIN } from '../helpers/balancer.ts';
 import { load } from '../helpers/load.ts';
@@ -125,5 +125,48 @@ test.serial('an apiserver crashes while response bodies are being written: 0 of 
   } finally {
     await balancer.close();
     await cluster.close();
+  }
+});
+
+/** Sends a GET through `balancer.dispatch` and records what its handler is told, in order. */
+function recordedGet(balancer: ReturnType<typeof createBalancer>, abortAtHead = false): Promise<string[]> {
+  return new Promise((resolve) => {
+    const seen: string[] = [];
+    balancer.dispatch(
+      { origin: ORIGIN, path: '/api/v1/namespaces/default/configmaps/held', method: 'GET' },
+      {
+        onRequestStart: () => {},
+        onResponseStart: (controller, statusCode) => {
+          seen.push(`start ${statusCode}`);
+          if (abortAtHead) controller.abort(new Error('enough'));
+        },
+        onResponseData: (_controller, chunk) => void seen.push(`data ${chunk.length}`),
+        onResponseEnd: () => resolve([...seen, 'end']),
+        onResponseError: (_controller, error) => resolve([...seen, `error ${error.message}`]),
+      },
+    );
+  });
+}
+
+test('a held response reaches its handler as a Pool hands one over — head, body, end — alone and with other GETs in flight; a handler that aborts at the head gets none of the body', async (t) => {
+  const servers = await startServers(HOSTS.slice(0, 1), { handler: (_req, res) => sendJson(res, 200, JSON.parse(BODY)) });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false });
+  const whole = (seen: string[]): boolean => seen[0] === 'start 200' && seen.at(-1) === 'end' && seen.slice(1, -1).every((s) => s.startsWith('data ')) && seen.slice(1, -1).reduce((n, s) => n + Number(s.slice(5)), 0) === BODY.length;
+  try {
+    // Alone: everything at once. Together: the body and end follow the head (see BalancedRequest.completedHeld).
+    t.true(whole(await recordedGet(balancer)), 'a lone GET');
+    const together = await Promise.all(Array.from({ length: 16 }, () => recordedGet(balancer)));
+    t.true(together.every(whole), JSON.stringify(together.filter((s) => !whole(s))));
+    for (const others of [0, 8]) {
+      const rest = Array.from({ length: others }, () => recordedGet(balancer));
+      const aborted = await recordedGet(balancer, true);
+      t.is(aborted[0], 'start 200');
+      t.false(aborted.some((s) => s.startsWith('data ')), `no body after the abort (${others} others in flight): ${aborted.join(', ')}`);
+      t.true((await Promise.all(rest)).every(whole));
+    }
+    t.is(balancer.stats().totals.inFlight, 0);
+  } finally {
+    await balancer.close();
+    await Promise.all(servers.map((s) => s.close()));
   }
 });
