@@ -348,8 +348,10 @@ export class Balancer extends undici.Dispatcher {
   #sendProbe(endpoint: Endpoint, settings: ProbeSettings): Promise<ProbeResult | undefined> {
     const origin = this.#probeOrigin;
     if (endpoint.removed || this.#closed) return Promise.resolve(undefined);
-    const route = this.#origins.route(origin, false);
-    return this.#probes.send(endpoint, settings, { origin, sni: route.verification.sni, pool: this.#pools.get(endpoint, route) });
+    return this.#probes.send(endpoint, settings, () => {
+      const route = this.#origins.route(origin, false);
+      return { origin, sni: route.verification.sni, pool: this.#pools.get(endpoint, route) };
+    });
   }
 
   #passthroughDispatch(opts: DispatchOptions, handler: DispatchHandler, legacy: boolean): boolean {

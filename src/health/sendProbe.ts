@@ -40,7 +40,12 @@ export class ProbeSender {
     this.#closed = closed;
   }
 
-  async send(endpoint: Endpoint, settings: ProbeSettings, { origin, sni, pool }: ProbeTarget): Promise<ProbeResult | undefined> {
+  /**
+   * `target` is looked up only once the headers are read: reading them (a kubeconfig's exec plugin)
+   * may rotate the credentials, which closes the pools open before, and a probe sent on one of
+   * those would fail as if the endpoint were unreachable (seen on a busy machine: all three ejected).
+   */
+  async send(endpoint: Endpoint, settings: ProbeSettings, target: () => ProbeTarget): Promise<ProbeResult | undefined> {
     let headers: Record<string, string>;
     try {
       headers = typeof settings.headers === 'function' ? await settings.headers() : settings.headers;
@@ -50,6 +55,7 @@ export class ProbeSender {
       return undefined;
     }
     if (endpoint.removed || this.#closed()) return undefined;
+    const { origin, sni, pool } = target();
     try {
       const res = await pool.request({
         path: settings.path,

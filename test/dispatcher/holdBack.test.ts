@@ -13,7 +13,11 @@ import { until } from '../helpers/poll.ts';
 
 const BODY = JSON.stringify({ kind: 'ConfigMap', data: { text: 'x'.repeat(4000) } });
 
-/** Servers that answer `/half` with the head and half the body and then stall; the rest whole. */
+/**
+ * Servers that answer `/half` with the head and half the body and then stall; the rest whole.
+ * The balancers over them do not hedge: on a busy machine a first GET waits past the 250-ms hedge
+ * delay for its TLS handshake, and a hedge (not the held-back retry) would then rescue it.
+ */
 async function halfServers(): Promise<{ servers: TestServer[]; stalled: ServerResponse[] }> {
   const stalled: ServerResponse[] = [];
   const servers = await startServers(HOSTS.slice(0, 2), {
@@ -32,7 +36,7 @@ async function halfServers(): Promise<{ servers: TestServer[]; stalled: ServerRe
 
 test('a GET whose connection breaks mid-body is retried on another endpoint; the caller sees only the whole response', async (t) => {
   const { servers, stalled } = await halfServers();
-  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false });
   const retries: string[] = [];
   balancer.on('retry', (e) => retries.push(e.reason));
   try {
@@ -57,13 +61,13 @@ test('a GET whose connection breaks mid-body is retried on another endpoint; the
 
 test('a response larger than maxHeldResponse streams as it arrives (and its break reaches the caller); a POST is never held', async (t) => {
   const { servers, stalled } = await halfServers();
-  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, maxHeldResponse: 500 });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false, maxHeldResponse: 500 });
   try {
     const res = await undici.request(`${ORIGIN}/half`, { dispatcher: balancer });
     let received = 0;
     res.body.on('data', (chunk: Buffer) => (received += chunk.length));
     const ended = new Promise<unknown>((resolve) => res.body.once('end', () => resolve('end')).once('error', resolve));
-    await until(() => received === 1000, { what: 'the first half to stream through', timeoutMs: 3000 });
+    await until(() => received === 1000, { what: 'the first half to stream through' });
     stalled[0]!.socket!.destroy();
     t.like(await ended, { code: 'UND_ERR_SOCKET' });
 
@@ -87,8 +91,9 @@ test.serial('an apiserver crashes while response bodies are being written: 0 of 
   const cluster = await ApiserverCluster.start();
   for (let i = 0; i < 20; i++) cluster.store.create(RESOURCES.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, namespace: 'default' }, data: { text: 'x'.repeat(2000) } });
   // Every body goes out in two halves 30 ms apart: at any moment most GETs in flight are mid-body.
+  // No hedges: on a busy machine they raced (and won) the GETs caught there, leaving no retry to see.
   cluster.setModes({ bodyPauseMs: 30 });
-  const balancer = createBalancer({ origin: `https://kubernetes.default.svc:${cluster.port}`, target: cluster.target, tls: { ca: certs.ca }, probe: false });
+  const balancer = createBalancer({ origin: `https://kubernetes.default.svc:${cluster.port}`, target: cluster.target, tls: { ca: certs.ca }, probe: false, hedge: false });
   const victim = cluster.instances[1]!;
   try {
     const origin = `https://kubernetes.default.svc:${cluster.port}`;
@@ -103,11 +108,17 @@ test.serial('an apiserver crashes while response bodies are being written: 0 of 
       return res.statusCode;
     });
     await until(() => sent >= 150, { what: 'the load to be under way' });
+    // From here the victim writes half of each body and stalls until it crashes: with the 30-ms
+    // pause alone, a busy machine ran both halves' timers before the crash and the GETs "in flight"
+    // there were whole in our socket buffers (seen: 5 in flight, none broken, in two loaded runs).
+    const mark = victim.requests.length;
+    victim.setModes({ bodyPauseMs: 600_000 });
+    await until(() => victim.requests.slice(mark).some((r) => r.status === 200), { what: 'a GET on the victim to be mid-body' });
     const inFlightThere = balancer.endpoints().find((e) => e.key === victim.authority)!.inFlight;
     await victim.crash();
     const done = await results;
     const failed = done.filter((r) => r.error);
-    t.log(`GETs in flight on the crashed apiserver: ${inFlightThere}; retried after a mid-body break: ${balancer.stats().totals.retries.reset}`);
+    t.log(`GETs in flight on the crashed apiserver: ${inFlightThere}; retried after a mid-body break: ${balancer.stats().totals.retries.reset}; retries: ${JSON.stringify(balancer.stats().totals.retries)}`);
     t.true(inFlightThere > 0, 'the crash caught GETs in flight');
     t.true(balancer.stats().totals.retries.reset > 0, 'some responses broke mid-body and were retried');
     t.deepEqual(failed.map((r) => r.error?.message), [], 'no GET failed');

@@ -27,8 +27,13 @@ function setup(answer: (options: ProbeRequest) => Promise<number>) {
     },
   };
   const sender = new ProbeSender(judge, clock, (m) => warnings.push(m), () => state.closed);
-  const send = (settings = SETTINGS, ip = false) => sender.send(endpoint, settings, { origin: ORIGIN, sni: ip ? undefined : 'kubernetes.default.svc', pool });
-  return { clock, endpoint, lag, warnings, state, sent, send, dumped: () => dumped };
+  const looked = { up: 0 };
+  const send = (settings = SETTINGS, ip = false) =>
+    sender.send(endpoint, settings, () => {
+      looked.up++;
+      return { origin: ORIGIN, sni: ip ? undefined : 'kubernetes.default.svc', pool };
+    });
+  return { clock, endpoint, lag, warnings, state, sent, send, looked, dumped: () => dumped };
 }
 
 const failing = (code: string, message = code) => () => Promise.reject(Object.assign(new Error(message), { code }));
@@ -77,6 +82,23 @@ test('the endpoint removed or the balancer closed while headers were read: nothi
   closed.state.closed = true;
   t.is(await closed.send(), undefined);
   t.is(closed.sent.length, 0);
+});
+
+test('where the probe goes is looked up once its headers are read (reading them may rotate the credentials, closing the pools), and not at all when nothing is sent', async (t) => {
+  let release!: () => void;
+  const read = new Promise<void>((resolve) => (release = resolve));
+  const { sent, send, looked, endpoint } = setup(() => Promise.resolve(200));
+  const settings = { ...SETTINGS, headers: async () => (await read, { authorization: 'Bearer t' }) };
+  const probe = send(settings);
+  await new Promise((resolve) => setImmediate(resolve));
+  t.is(looked.up, 0, 'not while the headers are being read');
+  release();
+  t.is(await probe, 'pass');
+  t.is(looked.up, 1);
+  t.is(sent.length, 1);
+  endpoint.removed = true;
+  t.is(await send(), undefined);
+  t.is(looked.up, 1, 'no pool looked up (or made) for a removed endpoint');
 });
 
 test('connect and TLS failures are reported as such', async (t) => {

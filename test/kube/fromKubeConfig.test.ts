@@ -31,10 +31,10 @@ function kubeConfig(options: KubeconfigOptions = {}): KubeConfig {
   return kc;
 }
 
-/** Attaches, sends six requests (two per instance), detaches; returns what the instances saw of them. */
+/** Attaches, sends six requests (two per instance, no hedge to add one), detaches; returns what the instances saw of them. */
 async function sixRequests(kc: KubeConfig, options: KubeBalancerOptions = {}) {
   for (const instance of cluster.instances) instance.resetCounters();
-  const attachment = await attachToKubeConfig(kc, { target: cluster.target, probe: false, ...options });
+  const attachment = await attachToKubeConfig(kc, { target: cluster.target, probe: false, hedge: false, ...options });
   try {
     const core = kc.makeApiClient(CoreV1Api);
     for (let i = 0; i < 6; i++) await core.listNamespace();
@@ -207,7 +207,7 @@ test.serial('detach restores client-node: a request after it is client-node’s 
 
 test.serial('closing the balancer without detach also gives the KubeConfig back', async (t) => {
   const kc = kubeConfig();
-  const attachment = await attachToKubeConfig(kc, { target: cluster.target, probe: false });
+  const attachment = await attachToKubeConfig(kc, { target: cluster.target, probe: false, hedge: false });
   await attachment.balancer!.close();
   for (const instance of cluster.instances) instance.resetCounters();
   await kc.makeApiClient(CoreV1Api).listNamespace();
@@ -217,7 +217,7 @@ test.serial('closing the balancer without detach also gives the KubeConfig back'
 
 test.serial('fromKubeConfig alone: a dispatcher for undici.request to the kubeconfig server', async (t) => {
   const kc = kubeConfig();
-  const balancer = await fromKubeConfig(kc, { target: cluster.target, probe: false });
+  const balancer = await fromKubeConfig(kc, { target: cluster.target, probe: false, hedge: false });
   try {
     for (const instance of cluster.instances) instance.resetCounters();
     for (let i = 0; i < 3; i++) {

@@ -68,7 +68,7 @@ test.serial('anything else is off too, with a warning', async (t) => {
 
 test.serial('true with CLIENT_LOAD_BALANCE_TARGET: spread over the instances, one connection each', async (t) => {
   setSwitch('true', cluster.target);
-  const kc = await loadBalancedKubeConfig({ probe: false });
+  const kc = await loadBalancedKubeConfig({ probe: false, hedge: false });
   const attachment = attachmentOf(kc);
   try {
     t.true(attachment?.attached);
@@ -83,7 +83,7 @@ test.serial('true with CLIENT_LOAD_BALANCE_TARGET: spread over the instances, on
 test.serial('true without a target: the default/kubernetes EndpointSlice; a target list falls through to the next when one finds nothing', async (t) => {
   for (const target of [undefined, 'kubernetes:///default/missing kubernetes:///default/kubernetes']) {
     setSwitch('1', target);
-    const kc = await loadBalancedKubeConfig({ probe: false });
+    const kc = await loadBalancedKubeConfig({ probe: false, hedge: false });
     const attachment = attachmentOf(kc)!;
     try {
       await until(() => attachment.balancer!.endpoints().filter((e) => e.priority === 0).length === 3, { what: `the instances found through ${String(target)}` });

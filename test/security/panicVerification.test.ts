@@ -32,7 +32,12 @@ test('3 good + 30 wrong-name endpoints: none of 200 GETs fails, and the wrong-na
     );
     t.is(failed, 0);
     t.is(wrong.reduce((n, s) => n + s.requests.length, 0), 0);
-    t.is(good.reduce((n, s) => n + s.requests.length, 0), 200);
+    // Each GET once, plus at most each hedge (on a busy machine a first GET waits past the 250-ms
+    // hedge delay for its TLS handshakes): hedges too must never reach a wrong-name endpoint.
+    const served = good.reduce((n, s) => n + s.requests.length, 0);
+    const hedges = balancer.stats().totals.retries.hedge;
+    t.log(`requests at the good endpoints: ${served}, hedges: ${hedges}`);
+    t.true(served >= 200 && served <= 200 + hedges, `${served} requests for 200 GETs and ${hedges} hedges`);
   } finally {
     await balancer.close();
     await Promise.all([...good, ...wrong].map((s) => s.close()));
