@@ -58,7 +58,7 @@ export function report(runs: Run[]): string {
     'kube-balancer side by side with plain undici and haproxy, in one run each (`npm run bench -- compare`,',
     'about five minutes), over three capacity-bound HTTPS/HTTP/2 servers in child processes',
     `(bench/server.ts: ${runs[0]!.settings.slots} requests at once each, the rest queue). Every request is a GET of one`,
-    `ConfigMap with a ${runs[0]!.settings.deadlineMs / 1000}-s deadline; ${runs[0]!.settings.ms / 1000} s measured per cell after a ${runs[0]!.settings.warmupMs}-ms warm-up.`,
+    `ConfigMap with a ${runs[0]!.settings.deadlineMs / 1000}-s deadline; ${runs[0]!.settings.ms / 1000} s measured per cell (slow-light: at least 10 s, so that its p99 is not decided by a handful of requests) after a ${runs[0]!.settings.warmupMs}-ms warm-up.`,
     'Cells give each run\'s figure, `run 1 / run 2 / …`. Regenerate: `npm run bench -- compare` (once per run,',
     'each kept in bench/runs/), then `npm run bench:report`.',
     '',
