@@ -3,21 +3,16 @@
 // host's picker sends every first pick to `first`, as a weighted round robin does with a lagging
 // endpoint's trickle; other picks (the caller's request elsewhere, hedges) go round the others.
 import test from 'ava';
-import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../../src/balancer/Endpoint.ts';
 import { BalancedRequest } from '../../src/dispatcher/BalancedRequest.ts';
-import { BodyTimers } from '../../src/dispatcher/BodyTimer.ts';
 import { Hedging } from '../../src/dispatcher/Hedge.ts';
 import type { RequestHost } from '../../src/dispatcher/RequestHost.ts';
 import { RetryBudget } from '../../src/dispatcher/RetryBudget.ts';
 import type { AttemptOutcome } from '../../src/health/outcome.ts';
-import type { Route } from '../../src/net/tls.ts';
-import { Totals } from '../../src/observability/stats.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
+import { fakeController, hostParts, ROUTE, startRequest } from '../helpers/requestHost.ts';
 import { endpoint } from '../helpers/endpoints.ts';
 
-type Handler = Dispatcher.DispatchHandler;
-const ROUTE: Route = { key: 'https://kubernetes.default.svc kubernetes.default.svc kubernetes.default.svc h2', protocol: 'https:', host: 'kubernetes.default.svc', verification: { name: 'kubernetes.default.svc', sni: 'kubernetes.default.svc' }, http1Only: false };
 const GET = '/api/v1/namespaces/default/configmaps/a';
 
 function setUp() {
@@ -36,14 +31,7 @@ function setUp() {
   const budget = new RetryBudget(20, 3, clock);
   const others = [fast1, fast2];
   const host: RequestHost = {
-    maxAttempts: 3,
-    maxReplayBytes: 1024,
-    maxHeldResponse: 1024,
-    budget,
-    totals: new Totals('static:///test'),
-    clock,
-    bodyTimers: new BodyTimers(clock),
-    hedging,
+    ...hostParts(clock, budget, hedging),
     pick: (_longRunning, _probationOk, exclude) => {
       if (!exclude) return slow;
       const ready = others.filter((e) => !exclude.has(e));
@@ -52,7 +40,7 @@ function setUp() {
     send: (e, _route, opts, handler) => {
       const record = { endpoint: e, method: opts.method, at: clock.now(), aborted: false };
       sent.push(record);
-      const controller = { abort: () => (record.aborted = true), pause() {}, resume() {}, aborted: false, paused: false, reason: null, rawHeaders: null, rawTrailers: null } as unknown as Dispatcher.DispatchController;
+      const controller = fakeController(record);
       handler.onRequestStart?.(controller, {});
       const ms = delay.get(e)!;
       if (ms === Infinity) return;
@@ -69,24 +57,8 @@ function setUp() {
       ended.push({ endpoint: e, outcome, startedAt });
       if (outcome.type === 'response') budget.earn(clock.now());
     },
-    retrying: () => {},
-    noEndpoints: () => new Error('none') as never,
   };
-  const request = (method = 'GET', path = GET, longRunning = false) => {
-    const result: { startedAt: number; done?: number; status?: number; error?: Error } = { startedAt: clock.now() };
-    const downstream: Handler = {
-      onRequestStart() {},
-      onResponseStart: (_c, status) => void (result.status = status),
-      onResponseData() {},
-      onResponseEnd: () => void (result.done = clock.now()),
-      onResponseError: (_c, error) => {
-        result.error = error;
-        result.done = clock.now();
-      },
-    };
-    new BalancedRequest(host, ROUTE, { origin: 'https://kubernetes.default.svc', method, path }, downstream, longRunning, longRunning).start();
-    return result;
-  };
+  const request = (method = 'GET', path = GET, longRunning = false) => startRequest(host, clock, method, path, longRunning);
   return { clock, slow, fast1, fast2, delay, broken, sent, started, ended, hedging, budget, host, request };
 }
 

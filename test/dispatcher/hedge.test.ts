@@ -1,20 +1,14 @@
 // Hedged requests, unit level on a fake clock: BalancedRequest with a real Hedging policy and
 // retry budget over a host whose endpoints are scripted (one black-holed: it never answers).
 import test from 'ava';
-import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../../src/balancer/Endpoint.ts';
-import { BalancedRequest } from '../../src/dispatcher/BalancedRequest.ts';
-import { BodyTimers } from '../../src/dispatcher/BodyTimer.ts';
 import { Hedging } from '../../src/dispatcher/Hedge.ts';
 import type { RequestHost } from '../../src/dispatcher/RequestHost.ts';
 import { RetryBudget } from '../../src/dispatcher/RetryBudget.ts';
-import type { Route } from '../../src/net/tls.ts';
-import { Totals } from '../../src/observability/stats.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
+import { fakeController, hostParts, startRequest } from '../helpers/requestHost.ts';
 import { endpoint } from '../helpers/endpoints.ts';
 
-type Handler = Dispatcher.DispatchHandler;
-const ROUTE: Route = { key: 'https://kubernetes.default.svc kubernetes.default.svc kubernetes.default.svc h2', protocol: 'https:', host: 'kubernetes.default.svc', verification: { name: 'kubernetes.default.svc', sni: 'kubernetes.default.svc' }, http1Only: false };
 const SETTINGS = { minDelayMs: 50, maxDelayMs: 250, percentile: 99 };
 
 /** Three endpoints; `silent` ones take requests and never answer, the others answer at once. */
@@ -28,14 +22,7 @@ function setUp() {
   const hedging = new Hedging(SETTINGS, clock, (e) => ejected.add(e));
   const budget = new RetryBudget(20, 3, clock);
   const host: RequestHost = {
-    maxAttempts: 3,
-    maxReplayBytes: 1024,
-    maxHeldResponse: 1024,
-    budget,
-    totals: new Totals('static:///test'),
-    clock,
-    bodyTimers: new BodyTimers(clock),
-    hedging,
+    ...hostParts(clock, budget, hedging),
     pick: (_longRunning, _probationOk, exclude) => {
       const ready = endpoints.filter((e) => !exclude?.has(e) && !ejected.has(e));
       return ready.length ? ready[next++ % ready.length] : undefined;
@@ -43,7 +30,7 @@ function setUp() {
     send: (e, _route, opts, handler) => {
       const record = { endpoint: e, method: opts.method, aborted: false };
       sent.push(record);
-      const controller = { abort: () => (record.aborted = true), pause() {}, resume() {}, aborted: false, paused: false, reason: null, rawHeaders: null, rawTrailers: null } as unknown as Dispatcher.DispatchController;
+      const controller = fakeController(record);
       handler.onRequestStart?.(controller, {});
       if (silent.has(e)) return;
       queueMicrotask(() => {
@@ -56,25 +43,9 @@ function setUp() {
     attemptStarted: () => NaN,
     // As the balancer's judge does: successes earn retry credit.
     attemptEnded: (_e, _long, outcome) => void (outcome.type === 'response' && budget.earn(clock.now())),
-    retrying: () => {},
-    noEndpoints: () => new Error('none') as never,
   };
   /** Starts a request; `done` is the clock time it completed (or failed), undefined while running. */
-  const request = (method = 'GET', path = '/api/v1/namespaces/default/configmaps/a', longRunning = false) => {
-    const result: { startedAt: number; done?: number; status?: number; error?: Error } = { startedAt: clock.now() };
-    const downstream: Handler = {
-      onRequestStart() {},
-      onResponseStart: (_c, status) => void (result.status = status),
-      onResponseData() {},
-      onResponseEnd: () => void (result.done = clock.now()),
-      onResponseError: (_c, error) => {
-        result.error = error;
-        result.done = clock.now();
-      },
-    };
-    new BalancedRequest(host, ROUTE, { origin: 'https://kubernetes.default.svc', method: method, path }, downstream, longRunning, longRunning).start();
-    return result;
-  };
+  const request = (method = 'GET', path = '/api/v1/namespaces/default/configmaps/a', longRunning = false) => startRequest(host, clock, method, path, longRunning);
   const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
   const answered = async <T>(result: T): Promise<T> => {
     await flush();
