@@ -2,7 +2,7 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
-import { REJECTION_BODY_BYTES } from '../health/rejections.ts';
+import { keepRejectionBody, REJECTION_BODY_BYTES } from '../health/rejections.ts';
 import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
 import { BodyTimer, type Reader } from './BodyTimer.ts';
 import { fitsHold } from './HoldBack.ts';
@@ -175,9 +175,7 @@ export class Attempt extends BodyTimer implements Handler {
   onResponseData(_controller: Controller, chunk: Buffer): void {
     this.touch();
     // Kept to read what a rejection says (a shutdown, a lagging watch cache), whether or not it is retried.
-    if ((this.#statusCode === 429 || this.#statusCode >= 500) && this.#body.length < REJECTION_BODY_BYTES) {
-      this.#body += chunk.toString('latin1', 0, REJECTION_BODY_BYTES - this.#body.length);
-    }
+    this.#body = keepRejectionBody(this.#body, this.#statusCode, chunk);
     if (this.#heldBack || this.#moved) return;
     if (this.#holding) {
       if (this.#heldFirst === undefined) this.#heldFirst = chunk;

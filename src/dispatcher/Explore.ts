@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { classifyError } from '../health/classifyError.ts';
 import type { AttemptOutcome } from '../health/outcome.ts';
-import { REJECTION_BODY_BYTES } from '../health/rejections.ts';
+import { keepRejectionBody } from '../health/rejections.ts';
 import type { Route } from '../net/tls.ts';
 import { BodyTimer, type Reader } from './BodyTimer.ts';
 import type { DescribedRequest, RequestHost } from './RequestHost.ts';
@@ -106,9 +106,7 @@ class ExploreCopy extends BodyTimer implements Handler, Reader {
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
     this.touch();
-    if ((this.#statusCode === 429 || this.#statusCode >= 500) && this.#body.length < REJECTION_BODY_BYTES) {
-      this.#body += chunk.toString('latin1', 0, REJECTION_BODY_BYTES - this.#body.length);
-    }
+    this.#body = keepRejectionBody(this.#body, this.#statusCode, chunk);
   }
 
   onResponseEnd(): void {

@@ -174,17 +174,16 @@ export class Hedging {
 
   /** A short request's response headers came from `endpoint` at clock time `now`, `ms` after its attempt was sent. */
   answered(endpoint: Endpoint, ms: number, now = this.#clock.now()): void {
-    endpoint.lastAnswerAt = now;
+    this.heard(endpoint, now);
     if (this.#credit < HEDGE_BURST * 100) this.#credit += HEDGE_PERCENT;
-    this.#wins.delete(endpoint);
     this.#samples[this.#count++ % SAMPLES] = ms;
     if (this.#count % RECOMPUTE === 0) this.#recompute();
   }
 
   /**
-   * An exploration copy's response headers came from `endpoint`: it answers, so hedges that beat it
-   * meanwhile are no sign of a black hole. Not a sample of the delay, which is the callers' wait,
-   * and it earns nothing: a copy is extra load.
+   * Response headers came from `endpoint`: it answers, so hedges that beat it meanwhile are no sign
+   * of a black hole. All an exploration copy's answer tells: it is no sample of the delay, which is
+   * the callers' wait, and it earns nothing (a copy is extra load).
    */
   heard(endpoint: Endpoint, now: number): void {
     endpoint.lastAnswerAt = now;

@@ -3,6 +3,12 @@ type Headers = Record<string, string | string[] | undefined>;
 /** Bytes of a rejection's body kept to read what it says; every rejection below is far smaller. */
 export const REJECTION_BODY_BYTES = 512;
 
+/** `kept` with what `chunk` adds of a 429's or 5xx's body, up to `REJECTION_BODY_BYTES`; other bodies are not kept. */
+export function keepRejectionBody(kept: string, statusCode: number, chunk: Buffer): string {
+  if ((statusCode !== 429 && statusCode < 500) || kept.length >= REJECTION_BODY_BYTES) return kept;
+  return kept + chunk.toString('latin1', 0, REJECTION_BODY_BYTES - kept.length);
+}
+
 /**
  * A 429 from an apiserver that is shutting down (`--shutdown-send-retry-after`) rather than from API
  * Priority and Fairness: it closes the connection (HTTP/1.1; on HTTP/2 Go turns that into GOAWAY)

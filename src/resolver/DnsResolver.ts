@@ -52,8 +52,6 @@ export class DnsResolver implements Resolver {
   #listener: ResolverListener | undefined;
   /** The last set handed to the listener, in key order. */
   #current: EndpointAddress[] | undefined;
-  /** `endpointSignature(#current)`, kept: every round compares against it. */
-  #currentSignature = '';
   #negativeSince: number | undefined;
   #staleWarned = false;
   /** The unusable addresses last warned about, so that each listing is warned about once. */
@@ -222,10 +220,9 @@ export class DnsResolver implements Resolver {
   }
 
   #emit(endpoints: EndpointAddress[]): void {
-    if (this.#current && sameSignature(endpoints, this.#current) === true) return;
-    const signature = endpointSignature(endpoints);
-    if (this.#current && this.#currentSignature === signature) return;
-    this.#currentSignature = signature;
+    const current = this.#current;
+    // Small sets are compared as they are; only a large one builds both signatures.
+    if (current && (sameSignature(endpoints, current) ?? endpointSignature(endpoints) === endpointSignature(current))) return;
     this.#current = inKeyOrder(endpoints);
     this.#listener!.endpoints(this.#current);
   }
