@@ -9,24 +9,31 @@
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { Pool } from 'undici';
+import { fetch, Pool, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { createBalancer } from '../src/index.ts';
-import { compare, median, percentile, startServerProcess, table, writeResults } from './lib.ts';
+import { compare, median, startServerProcess, table, writeResults } from './lib.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const PATH = '/api/v1/namespaces/default/configmaps/bench';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const MS = Number(process.env.BENCH_MS ?? 1500);
 /**
- * The CPU phase: rounds of three short runs, `CPU_REQUESTS` requests each at concurrency 64 (half
- * of that at 1): the Pool, the balancer, and the Pool again (the A/A pair: the noise floor). Their
- * order turns with each round, so no contender always runs after another; short runs side by side
- * see the same load on a shared machine, and the median of the paired ratios is what is reported,
- * with its interquartile range.
+ * The CPU phase: rounds of short runs side by side, `CPU_REQUESTS` requests each at concurrency 64
+ * (a fifth of that at 1): the Pool, the balancer, and the Pool again (the A/A pair: the noise
+ * floor). Their order turns with each round, so no contender always runs after another; short runs
+ * side by side see the same load on a shared machine. Reported: the median of the paired ratios,
+ * with a bootstrap confidence interval of that median (rounds resampled). Rounds go on until the
+ * intervals are within ±`CPU_TARGET_HALF_WIDTH`, or `CPU_SECONDS` per concurrency have passed.
  */
-const CPU_ROUNDS = Number(process.env.BENCH_CPU_ROUNDS ?? 30);
-const CPU_REQUESTS = Number(process.env.BENCH_CPU_REQUESTS ?? 2000);
+const CPU_MIN_ROUNDS = Number(process.env.BENCH_CPU_ROUNDS ?? 40);
+const CPU_MAX_ROUNDS = Number(process.env.BENCH_CPU_MAX_ROUNDS ?? 2000);
+const CPU_SECONDS = Number(process.env.BENCH_CPU_SECONDS ?? 55);
+const CPU_TARGET_HALF_WIDTH = Number(process.env.BENCH_CPU_HALF_WIDTH ?? 0.008);
+const CPU_REQUESTS = Number(process.env.BENCH_CPU_REQUESTS ?? 256);
+const CPU_CONCURRENCY = (process.env.BENCH_CPU_CONCURRENCY ?? '1,64').split(',').map(Number);
+/** The client: `request` (Dispatcher.request, the body dumped) or `fetch` (undici's, the body read as text). */
+const CPU_CLIENT = process.env.BENCH_CPU_CLIENT === 'fetch' ? 'fetch' : 'request';
 const CPU_BASELINE = process.env.BENCH_CPU_BASELINE;
 
 export async function run(): Promise<unknown> {
@@ -64,62 +71,126 @@ export async function run(): Promise<unknown> {
 }
 
 /**
- * Client CPU time per request (`process.cpuUsage`; the server is another process), HTTP/2, one
- * endpoint. Target: the balancer ≤ 1.02× the Pool. `CPU ratio` is the median over rounds of the
- * balancer's run over the Pool's in the same round, `A/A ratio` the same for the Pool's second run
- * over its first: how far apart two runs of the same code fall here and now.
+ * Client CPU time per request (`process.cpuUsage`, every thread of this process; the server is
+ * another process), HTTP/2, one endpoint. Target: the balancer ≤ 1.02× the Pool. `CPU ratio` is the
+ * median over rounds of the balancer's run over the Pool's in the same round, with its 95 %
+ * bootstrap interval; `A/A ratio` the same for the Pool's second run over its first: how far apart
+ * two runs of the same code fall here and now (it should come out 1.00 within its interval).
  */
 async function cpuPhase(): Promise<unknown> {
   const server = await startServerProcess('127.0.0.2', 'h2');
   const rows: Array<Record<string, number | string>> = [];
   const results: unknown[] = [];
   const other = CPU_BASELINE ? ((await import(pathToFileURL(CPU_BASELINE).href)) as { createBalancer: typeof createBalancer }) : undefined;
+  const url = `${ORIGIN}${PATH}`;
   try {
-    for (const concurrency of [1, 64]) {
-      const requests = concurrency === 1 ? Math.ceil(CPU_REQUESTS / 2) : CPU_REQUESTS;
+    for (const concurrency of CPU_CONCURRENCY) {
+      const requests = concurrency === 1 ? Math.ceil(CPU_REQUESTS / 4) : CPU_REQUESTS;
       const balancer = createBalancer({ origin: ORIGIN, target: `static:///127.0.0.2:${server.port}`, tls: { ca: certs.ca } });
       const pool = new Pool(`https://127.0.0.2:${server.port}`, { connect: { ca: certs.ca, servername: APISERVER_NAME } });
-      const viaPool = async (): Promise<void> => (await pool.request({ path: PATH, method: 'GET', headers: { host: `${APISERVER_NAME}:6443` } })).body.dump();
-      const viaBalancer = async (): Promise<void> => (await balancer.request({ origin: ORIGIN, path: PATH, method: 'GET' })).body.dump();
       const baseline = other?.createBalancer({ origin: ORIGIN, target: `static:///127.0.0.2:${server.port}`, tls: { ca: certs.ca } });
-      const viaBaseline = async (): Promise<void> => (await baseline!.request({ origin: ORIGIN, path: PATH, method: 'GET' })).body.dump();
-      const arms = { pool: viaPool, balancer: viaBalancer, poolAgain: viaPool, ...(baseline ? { baseline: viaBaseline } : {}) };
+      // The Pool is addressed as the balancer addresses its own: the apiserver's Host header.
+      const viaPool =
+        CPU_CLIENT === 'fetch'
+          ? async (): Promise<void> => void (await (await fetch(`https://127.0.0.2:${server.port}${PATH}`, { dispatcher: pool, headers: { host: `${APISERVER_NAME}:6443` } })).text())
+          : async (): Promise<void> => (await pool.request({ path: PATH, method: 'GET', headers: { host: `${APISERVER_NAME}:6443` } })).body.dump();
+      const via = (dispatcher: Dispatcher): (() => Promise<void>) =>
+        CPU_CLIENT === 'fetch'
+          ? async () => void (await (await fetch(url, { dispatcher })).text())
+          : async () => (await dispatcher.request({ origin: ORIGIN, path: PATH, method: 'GET' })).body.dump();
+      const arms = { pool: viaPool, balancer: via(balancer), poolAgain: viaPool, ...(baseline ? { baseline: via(baseline) } : {}) };
       const names = Object.keys(arms) as Array<keyof typeof arms>;
       // Warm-up: connections and the JIT.
-      for (const name of names) await countedRun(arms[name]!, concurrency, requests);
+      for (let i = 0; i < 3; i++) for (const name of names) await countedRun(arms[name]!, concurrency, requests);
       const runs = { pool: [] as number[], balancer: [] as number[], poolAgain: [] as number[], baseline: [] as number[] };
-      for (let i = 0; i < CPU_ROUNDS; i++) {
+      const threadRuns = { pool: [] as number[], balancer: [] as number[], poolAgain: [] as number[], baseline: [] as number[] };
+      const started = performance.now();
+      let rounds = 0;
+      for (; rounds < CPU_MAX_ROUNDS; rounds++) {
         for (let k = 0; k < names.length; k++) {
-          const name = names[(i + k) % names.length]!;
-          runs[name].push(await countedRun(arms[name]!, concurrency, requests));
+          const name = names[(rounds + k) % names.length]!;
+          const { process, thread } = await countedRun(arms[name]!, concurrency, requests);
+          runs[name].push(process);
+          threadRuns[name].push(thread);
         }
+        if (rounds + 1 < CPU_MIN_ROUNDS || (rounds + 1) % 10 !== 0) continue;
+        if (performance.now() - started > CPU_SECONDS * 1000) break;
+        const narrow = (a: number[], b: number[]): boolean => halfWidth(medianRatio(a, b)) <= CPU_TARGET_HALF_WIDTH;
+        if (narrow(runs.balancer, runs.pool) && narrow(runs.poolAgain, runs.pool) && (!baseline || narrow(runs.balancer, runs.baseline))) break;
       }
+      rounds = runs.pool.length;
       await balancer.close();
       await baseline?.close();
       await pool.close();
-      const ratios = runs.pool.map((p, i) => runs.balancer[i]! / p);
-      const aa = runs.pool.map((p, i) => runs.poolAgain[i]! / p);
+      const cpu = medianRatio(runs.balancer, runs.pool);
+      const aa = medianRatio(runs.poolAgain, runs.pool);
       const row = {
         concurrency,
         'pool CPU µs/req': round(median(runs.pool)),
         'balancer CPU µs/req': round(median(runs.balancer)),
-        'CPU ratio': Number(median(ratios).toFixed(3)),
-        'CPU ratio IQR': iqr(ratios),
-        'A/A ratio': Number(median(aa).toFixed(3)),
-        'A/A IQR': iqr(aa),
+        'CPU ratio': cpu.median,
+        'CPU ratio 95% CI': interval(cpu),
+        'A/A ratio': aa.median,
+        'A/A 95% CI': interval(aa),
         ...(baseline ? baselineColumns(runs.balancer, runs.baseline) : {}),
-        rounds: CPU_ROUNDS,
+        'thread CPU ratio': medianRatio(threadRuns.balancer, threadRuns.pool).median,
+        rounds,
         'requests/run': requests,
+        seconds: Math.round((performance.now() - started) / 1000),
       };
       rows.push(row);
-      results.push({ ...row, runs });
+      results.push({ ...row, client: CPU_CLIENT, cpuRatio: cpu, aaRatio: aa, runs, threadRuns });
     }
   } finally {
     await server.stop();
   }
-  console.log('client CPU per request, h2, one endpoint, median of paired runs (target CPU ratio <= 1.02; A/A: the Pool against itself, the noise floor)');
+  console.log(
+    `client CPU per request (${CPU_CLIENT}), h2, one endpoint, median of paired runs with its 95 % bootstrap interval (target CPU ratio <= 1.02; A/A: the Pool against itself, the noise floor)`,
+  );
   console.log(table(rows));
   return results;
+}
+
+interface MedianRatio {
+  median: number;
+  low: number;
+  high: number;
+}
+
+/**
+ * The median of the paired ratios `a[i] / b[i]`, with its 95 % percentile-bootstrap interval: rounds
+ * drawn with replacement 2,000 times (a fixed seed, so the same runs give the same interval).
+ */
+function medianRatio(a: number[], b: number[]): MedianRatio {
+  const ratios = b.map((x, i) => a[i]! / x);
+  const n = ratios.length;
+  const draws = 2000;
+  const medians = new Float64Array(draws);
+  const sample = new Array<number>(n);
+  let seed = 0x9e3779b9;
+  const random = (): number => {
+    // mulberry32
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  for (let d = 0; d < draws; d++) {
+    for (let i = 0; i < n; i++) sample[i] = ratios[Math.floor(random() * n)]!;
+    medians[d] = median(sample);
+  }
+  medians.sort();
+  const fixed = (x: number): number => Number(x.toFixed(4));
+  return { median: fixed(median(ratios)), low: fixed(medians[Math.floor(draws * 0.025)]!), high: fixed(medians[Math.ceil(draws * 0.975) - 1]!) };
+}
+
+function halfWidth({ low, high }: MedianRatio): number {
+  return (high - low) / 2;
+}
+
+/** An interval as "low–high". */
+function interval({ low, high }: MedianRatio): string {
+  return `${low.toFixed(3)}–${high.toFixed(3)}`;
 }
 
 /**
@@ -132,8 +203,11 @@ const collect: (() => void) | undefined = (() => {
   return gc && (() => gc({ type: 'minor', execution: 'sync' }));
 })();
 
-/** Sends exactly `requests` requests with `concurrency` workers; returns this process's CPU µs per request. */
-async function countedRun(send: () => Promise<void>, concurrency: number, requests: number): Promise<number> {
+/**
+ * Sends exactly `requests` requests with `concurrency` workers; returns this process's CPU µs per
+ * request (every thread: GC helpers and compiler threads included) and its main thread's alone.
+ */
+async function countedRun(send: () => Promise<void>, concurrency: number, requests: number): Promise<{ process: number; thread: number }> {
   let left = requests;
   const worker = async (): Promise<void> => {
     while (left > 0) {
@@ -143,22 +217,18 @@ async function countedRun(send: () => Promise<void>, concurrency: number, reques
   };
   collect?.();
   const start = process.cpuUsage();
+  const threadStart = process.threadCpuUsage();
   await Promise.all(Array.from({ length: concurrency }, worker));
   collect?.();
   const used = process.cpuUsage(start);
-  return (used.user + used.system) / requests;
+  const thread = process.threadCpuUsage(threadStart);
+  return { process: (used.user + used.system) / requests, thread: (thread.user + thread.system) / requests };
 }
 
 /** This build's balancer against the baseline build's, round by round. */
 function baselineColumns(balancer: number[], baseline: number[]): Record<string, number | string> {
-  const ratios = balancer.map((b, i) => b / baseline[i]!);
-  return { 'baseline CPU µs/req': round(median(baseline)), 'vs baseline': Number(median(ratios).toFixed(3)), 'vs baseline IQR': iqr(ratios) };
-}
-
-/** The interquartile range of `values`, as "p25–p75". */
-function iqr(values: number[]): string {
-  const sorted = [...values].sort((a, b) => a - b);
-  return `${percentile(sorted, 0.25).toFixed(3)}–${percentile(sorted, 0.75).toFixed(3)}`;
+  const ratio = medianRatio(balancer, baseline);
+  return { 'baseline CPU µs/req': round(median(baseline)), 'vs baseline': ratio.median, 'vs baseline 95% CI': interval(ratio) };
 }
 
 function round(n: number): number {
