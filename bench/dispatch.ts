@@ -11,7 +11,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { fetch, Pool, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
-import { createBalancer } from '../src/index.ts';
+import { createBalancer, type BalancerOptions } from '../src/index.ts';
 import { compare, median, startServerProcess, table, writeResults } from './lib.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
@@ -21,7 +21,7 @@ const MS = Number(process.env.BENCH_MS ?? 1500);
 /**
  * The CPU phase: rounds of short runs side by side, `CPU_REQUESTS` requests each at concurrency 64
  * (a fifth of that at 1): the Pool, the balancer, and the Pool again (the A/A pair: the noise
- * floor). Their order turns with each round, so no contender always runs after another; short runs
+ * floor). Their order is shuffled each round, so no contender always runs after another; short runs
  * side by side see the same load on a shared machine. Reported: the median of the paired ratios,
  * with a bootstrap confidence interval of that median (rounds resampled). Rounds go on until the
  * intervals are within ±`CPU_TARGET_HALF_WIDTH`, or `CPU_SECONDS` per concurrency have passed.
@@ -31,6 +31,8 @@ const CPU_MAX_ROUNDS = Number(process.env.BENCH_CPU_MAX_ROUNDS ?? 2000);
 const CPU_SECONDS = Number(process.env.BENCH_CPU_SECONDS ?? 55);
 const CPU_TARGET_HALF_WIDTH = Number(process.env.BENCH_CPU_HALF_WIDTH ?? 0.008);
 const CPU_REQUESTS = Number(process.env.BENCH_CPU_REQUESTS ?? 256);
+/** More options for this build's balancer (JSON), e.g. `{"maxHeldResponse":0}`, to price a feature against the baseline. */
+const CPU_OPTIONS = JSON.parse(process.env.BENCH_CPU_OPTIONS ?? '{}') as Partial<BalancerOptions>;
 const CPU_CONCURRENCY = (process.env.BENCH_CPU_CONCURRENCY ?? '1,64').split(',').map(Number);
 /** The client: `request` (Dispatcher.request, the body dumped) or `fetch` (undici's, the body read as text). */
 const CPU_CLIENT = process.env.BENCH_CPU_CLIENT === 'fetch' ? 'fetch' : 'request';
@@ -86,7 +88,7 @@ async function cpuPhase(): Promise<unknown> {
   try {
     for (const concurrency of CPU_CONCURRENCY) {
       const requests = concurrency === 1 ? Math.ceil(CPU_REQUESTS / 4) : CPU_REQUESTS;
-      const balancer = createBalancer({ origin: ORIGIN, target: `static:///127.0.0.2:${server.port}`, tls: { ca: certs.ca } });
+      const balancer = createBalancer({ origin: ORIGIN, target: `static:///127.0.0.2:${server.port}`, tls: { ca: certs.ca }, ...CPU_OPTIONS });
       const pool = new Pool(`https://127.0.0.2:${server.port}`, { connect: { ca: certs.ca, servername: APISERVER_NAME } });
       const baseline = other?.createBalancer({ origin: ORIGIN, target: `static:///127.0.0.2:${server.port}`, tls: { ca: certs.ca } });
       // The Pool is addressed as the balancer addresses its own: the apiserver's Host header.
@@ -105,10 +107,12 @@ async function cpuPhase(): Promise<unknown> {
       const runs = { pool: [] as number[], balancer: [] as number[], poolAgain: [] as number[], baseline: [] as number[] };
       const threadRuns = { pool: [] as number[], balancer: [] as number[], poolAgain: [] as number[], baseline: [] as number[] };
       const started = performance.now();
+      const random = seeded(concurrency);
       let rounds = 0;
       for (; rounds < CPU_MAX_ROUNDS; rounds++) {
-        for (let k = 0; k < names.length; k++) {
-          const name = names[(rounds + k) % names.length]!;
+        // A fresh order each round: no contender always runs first, or right after another (whose
+        // garbage or cache footprint it might pay for).
+        for (const name of shuffled(names, random)) {
           const { process, thread } = await countedRun(arms[name]!, concurrency, requests);
           runs[name].push(process);
           threadRuns[name].push(thread);
@@ -167,14 +171,7 @@ function medianRatio(a: number[], b: number[]): MedianRatio {
   const draws = 2000;
   const medians = new Float64Array(draws);
   const sample = new Array<number>(n);
-  let seed = 0x9e3779b9;
-  const random = (): number => {
-    // mulberry32
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = seeded(0x9e3779b9);
   for (let d = 0; d < draws; d++) {
     for (let i = 0; i < n; i++) sample[i] = ratios[Math.floor(random() * n)]!;
     medians[d] = median(sample);
@@ -182,6 +179,26 @@ function medianRatio(a: number[], b: number[]): MedianRatio {
   medians.sort();
   const fixed = (x: number): number => Number(x.toFixed(4));
   return { median: fixed(median(ratios)), low: fixed(medians[Math.floor(draws * 0.025)]!), high: fixed(medians[Math.ceil(draws * 0.975) - 1]!) };
+}
+
+/** mulberry32: the same seed gives the same orders and resamples. */
+function seeded(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function shuffled<T>(values: readonly T[], random: () => number): T[] {
+  const out = [...values];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }
 
 function halfWidth({ low, high }: MedianRatio): number {
