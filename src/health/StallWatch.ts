@@ -3,9 +3,11 @@ import { STALL_MS, stallMs } from '../balancer/load/LoadWeights.ts';
 import type { Clock, ClockTimer } from '../clock.ts';
 
 /**
- * How often (ms) the watch looks while timed requests are in flight: the shortest stall there is
- * (`STALL_MS`, a silence of 2× a ~0 ms estimate + 250 ms), so a black hole is suspected within
- * 250–500 ms of its last answer, and its probe (1 s timeout by default) ejects it within ~1.5 s.
+ * The longest wait (ms) between two looks while timed requests are in flight: the shortest stall
+ * there is (`STALL_MS`, a silence of 2× a ~0 ms estimate + 250 ms). A look also comes when a
+ * silence it saw would turn into a stall, so a black hole is suspected as soon as its silence is
+ * one (~300 ms after its last answer for a 20-ms estimate), and its probe (1 s timeout by default)
+ * ejects it ~1.3 s after.
  */
 export const STALL_WATCH_MS = STALL_MS;
 /**
@@ -13,6 +15,8 @@ export const STALL_WATCH_MS = STALL_MS;
  * its first requests also wait for a connection and a TLS handshake, so it is given longer.
  */
 const UNKNOWN_STALL_MS = 1_000;
+/** The shortest wait between two looks (ms), however close a stall is. */
+const MIN_LOOK_MS = 50;
 
 /**
  * Tells a black hole that nothing else would tell in time. The load weights see a silence (timed
@@ -112,6 +116,8 @@ export class StallWatch {
     }
     this.#deferred = false;
     let inFlight = 0;
+    /** Until the first silence would become a stall if nothing is answered meanwhile (ms). */
+    let next = STALL_WATCH_MS;
     for (const endpoint of this.#endpoints()) {
       const estimate = endpoint.latency;
       if (estimate.inFlight === 0) continue;
@@ -119,17 +125,28 @@ export class StallWatch {
       if (endpoint.state !== 'ready' || endpoint.removed) continue;
       const silent = estimate.silentFor(now);
       const value = estimate.value;
-      if (silent <= (value === value ? stallMs(value) : UNKNOWN_STALL_MS)) continue;
+      const stall = value === value ? stallMs(value) : UNKNOWN_STALL_MS;
+      if (silent <= stall) {
+        if (stall - silent < next) next = stall - silent;
+        continue;
+      }
       const since = now - silent;
       const before = this.#suspected.get(endpoint);
       // The same silence, not yet twice as long as when it was last suspected: its probe said enough.
-      if (before !== undefined && before.since === since && silent < 2 * before.silent) continue;
+      if (before !== undefined && before.since === since && silent < 2 * before.silent) {
+        if (2 * before.silent - silent < next) next = 2 * before.silent - silent;
+        continue;
+      }
       if (this.#suspect(endpoint)) this.#suspected.set(endpoint, { since, silent });
     }
     // The endpoints' counts are the truth (one that left the set takes its requests with it).
     this.#inFlight = inFlight;
     this.#sparse = false;
-    if (inFlight > 0 && !this.#closed) this.#arm(STALL_WATCH_MS, now);
+    // The next look comes when a silence would turn into a stall (just after, so that it has), or
+    // a period from now, whichever is sooner, but not sooner than `MIN_LOOK_MS`: a stall is seen
+    // when it begins rather than up to a period later, and a steady client still looks at most
+    // every few hundred ms (its silences are short, so its stalls are a period or more away).
+    if (inFlight > 0 && !this.#closed) this.#arm(Math.max(MIN_LOOK_MS, next + 1), now);
     else this.#idleAt = now;
   }
 }
