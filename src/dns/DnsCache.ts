@@ -240,7 +240,7 @@ class Entries {
 
   set(type: QueryType, name: string, entry: Entry): void {
     let names = this.#byType.get(type);
-    if (!names) this.#byType.set(type, (names = new Map()));
+    if (!names) this.#byType.set(type, (names = new Map<string, Entry>()));
     if (!names.has(name)) {
       if (this.#size >= this.#max) this.#evict();
       this.#size++;
