@@ -79,7 +79,8 @@ export class DnsCache {
   readonly #options: DnsCacheOptions;
   readonly #random: () => number;
   readonly #entries: Entries;
-  readonly #inflight = new Map<string, Promise<CacheResult> | undefined>();
+  /** Queries under way by type, then lower-cased name (no key string built per lookup). */
+  readonly #inflight = new Map<QueryType, Map<string, Promise<CacheResult> | undefined>>();
   /** Queries under way (the keys of `#inflight` that are set), and queries over so far. */
   #pending = 0;
   #finished = 0;
@@ -120,14 +121,15 @@ export class DnsCache {
     const now = this.#clock.now();
     const entry = this.#entries.get(type, lower, now);
     if (entry && !force && now < entry.refreshAt) return Promise.resolve(this.#view(entry));
-    const key = `${type} ${lower}`;
-    let pending = this.#inflight.get(key);
+    let inflight = this.#inflight.get(type);
+    if (!inflight) this.#inflight.set(type, (inflight = new Map<string, Promise<CacheResult> | undefined>()));
+    let pending = inflight.get(lower);
     if (!pending) {
       this.#pending++;
       const finished = this.#finished;
-      pending = this.#fetch(key, name, type, entry);
+      pending = this.#fetch(inflight, lower, name, type, entry);
       // Unless it is over already (a client that fails at once): then there is nothing to share.
-      if (this.#finished === finished) this.#inflight.set(key, pending);
+      if (this.#finished === finished) inflight.set(lower, pending);
     }
     return pending;
   }
@@ -137,7 +139,7 @@ export class DnsCache {
     this.#abort.abort();
   }
 
-  async #fetch(key: string, name: string, type: QueryType, previous: Entry | undefined): Promise<CacheResult> {
+  async #fetch(inflight: Map<string, Promise<CacheResult> | undefined>, lower: string, name: string, type: QueryType, previous: Entry | undefined): Promise<CacheResult> {
     try {
       let answer: DnsAnswer;
       try {
@@ -146,7 +148,7 @@ export class DnsCache {
         const error = err instanceof DnsError ? err : new DnsError('NETWORK', `${name} ${type}`, String(err), { cause: err });
         if (error.reason === 'ABORTED') return previous ? this.#view(previous) : { answer: undefined, stale: false, error, refreshAt: Infinity };
         this.onQuery?.(error.reason);
-        return this.#view(this.#failed(type, name, previous, error));
+        return this.#view(this.#failed(type, lower, previous, error));
       }
       this.onQuery?.(answer.kind === 'records' ? 'success' : answer.kind);
       const now = this.#clock.now();
@@ -155,26 +157,26 @@ export class DnsCache {
       // Late in the TTL, so that a fleet asks about clients ÷ TTL times a second (at 75–90 % it was
       // 1.21 × that, `npm run fleet`); the last 2 % and serve-stale cover a slow answer.
       const entry: Entry = { answer, expiresAt: now + ttl + this.#options.maxStale, usedAt: 0, fetchedAt: now, ttl, refreshAt: now + ttl * (0.88 + 0.1 * this.#random()), failures: 0, error: undefined };
-      this.#entries.set(type, name.toLowerCase(), entry);
+      this.#entries.set(type, lower, entry);
       return this.#view(entry);
     } finally {
-      this.#done(key);
+      this.#done(inflight, lower);
     }
   }
 
   /**
-   * The query for `key` is over. Its key is set to `undefined` rather than deleted: a delete that
+   * The query for `lower` is over. Its name is set to `undefined` rather than deleted: a delete that
    * leaves a map nearly empty shrinks it, a new table each time (`clear` too), and that was a tenth
    * of a DNS round's garbage (`npm run fleet`). Emptied only when nothing is under way and it holds
    * many names (an SRV set's targets that came and went).
    */
-  #done(key: string): void {
+  #done(inflight: Map<string, Promise<CacheResult> | undefined>, lower: string): void {
     this.#finished++;
-    if (--this.#pending === 0 && this.#inflight.size > 64) this.#inflight.clear();
-    else this.#inflight.set(key, undefined);
+    if (--this.#pending === 0 && inflight.size > 64) inflight.clear();
+    else inflight.set(lower, undefined);
   }
 
-  #failed(type: QueryType, name: string, previous: Entry | undefined, error: DnsError): Entry {
+  #failed(type: QueryType, lower: string, previous: Entry | undefined, error: DnsError): Entry {
     const now = this.#clock.now();
     const failures = (previous?.failures ?? 0) + 1;
     // RFC 8767 §5: past the stale limit an answer is no longer served, whatever else fails.
@@ -191,7 +193,7 @@ export class DnsCache {
     };
     const keep = usable ? entry.fetchedAt + entry.ttl + this.#options.maxStale - now : 0;
     entry.expiresAt = now + Math.max(keep, entry.refreshAt - now + RETRY_MAX);
-    this.#entries.set(type, name.toLowerCase(), entry);
+    this.#entries.set(type, lower, entry);
     return entry;
   }
 
