@@ -11,6 +11,7 @@ import { HealthTracker } from '../../src/health/HealthTracker.ts';
 import { OutcomeJudge } from '../../src/health/OutcomeJudge.ts';
 import { measuresServing } from '../../src/health/outcome.ts';
 import { Prober } from '../../src/health/Prober.ts';
+import { StallWatch } from '../../src/health/StallWatch.ts';
 import { Totals } from '../../src/observability/stats.ts';
 import { BalancerError } from '../../src/errors.ts';
 import type { Route } from '../../src/net/tls.ts';
@@ -60,6 +61,7 @@ export class KubeClient implements Transport {
   readonly #set: EndpointSet;
   readonly #health: HealthTracker;
   readonly #prober: Prober;
+  readonly #stallWatch: StallWatch;
   readonly #budget: RetryBudget;
   readonly #rebalancer: WatchRebalancer;
   readonly #judge: OutcomeJudge;
@@ -105,6 +107,7 @@ export class KubeClient implements Transport {
       refresh: () => resolver.refresh?.(),
     });
     this.#prober = new Prober({ ...o.probe, intervalMs: settings.probeIntervalMs ?? o.probe.intervalMs, headers: {} }, clock, (endpoint) => this.#probe(endpoint), (endpoint, result) => this.#health.probeResult(endpoint, result), random);
+    this.#stallWatch = new StallWatch(clock, () => this.#set.list(), (endpoint) => this.#prober.probeNow(endpoint));
     this.#host = this.#requestHost(new Totals('fleet'));
     resolver.start({
       endpoints: (set) => this.#onEndpoints(set),
@@ -132,6 +135,7 @@ export class KubeClient implements Transport {
     this.#bodyTimers.close();
     this.#rebalancer.close();
     this.#prober.close();
+    this.#stallWatch.close();
     this.#health.close();
     void this.#resolver.close?.();
   }
@@ -141,6 +145,7 @@ export class KubeClient implements Transport {
     const set = this.#set;
     const health = this.#health;
     const rebalancer = this.#rebalancer;
+    const stallWatch = this.#stallWatch;
     return {
       maxAttempts: defaultOptions.maxAttempts,
       maxReplayBytes: defaultOptions.maxBufferedBody,
@@ -166,13 +171,18 @@ export class KubeClient implements Transport {
         endpoint.inFlight++;
         endpoint.requests++;
         if (longRunning) endpoint.streams++;
-        return request instanceof BalancedRequest && request.timed ? set.timedStart(endpoint) : NaN;
+        if (!(request instanceof BalancedRequest && request.timed)) return NaN;
+        const now = set.timedStart(endpoint);
+        stallWatch.started(now);
+        return now;
       },
       attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => {
         endpoint.inFlight--;
         if (longRunning) endpoint.streams--;
         this.#judge.judge(endpoint, outcome);
-        if (!longRunning) set.shortEnded(endpoint, startedAt, !measuresServing(outcome));
+        if (longRunning) return;
+        set.shortEnded(endpoint, startedAt, !measuresServing(outcome));
+        if (startedAt === startedAt) stallWatch.ended(this.#clock.now());
       },
       retrying: () => {
         this.retries++;

@@ -11,6 +11,7 @@ import { OutcomeJudge } from '../health/OutcomeJudge.ts';
 import { measuresServing, type AttemptOutcome } from '../health/outcome.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { ProbeSender } from '../health/sendProbe.ts';
+import { StallWatch } from '../health/StallWatch.ts';
 import { withHost } from '../net/headers.ts';
 import { TlsState } from '../net/TlsState.ts';
 import { ejectChannel, pickChannel, retryChannel } from '../observability/channels.ts';
@@ -52,6 +53,8 @@ export class Balancer extends undici.Dispatcher {
   readonly #health: HealthTracker;
   readonly #judge: OutcomeJudge;
   readonly #prober: Prober | undefined;
+  /** Probes at once an endpoint whose timed requests stalled (a black hole no answer will tell). */
+  readonly #stallWatch: StallWatch | undefined;
   readonly #probes: ProbeSender;
   readonly #budget: RetryBudget;
   readonly #totals: Totals;
@@ -117,12 +120,9 @@ export class Balancer extends undici.Dispatcher {
     this.#probeOrigin = this.#options.origin;
     this.#origins = new Origins(this.#options.origin, tls);
     if (this.#options.probe !== false) {
-      this.#prober = new Prober(
-        this.#options.probe,
-        clock,
-        (endpoint, settings) => this.#sendProbe(endpoint, settings),
-        (endpoint, result) => this.#health.probeResult(endpoint, result),
-      );
+      const send = (endpoint: Endpoint, settings: ProbeSettings): Promise<ProbeResult | undefined> => this.#sendProbe(endpoint, settings);
+      const prober = (this.#prober = new Prober(this.#options.probe, clock, send, (endpoint, result) => this.#health.probeResult(endpoint, result)));
+      this.#stallWatch = new StallWatch(clock, () => this.#set.list(), (endpoint) => prober.probeNow(endpoint));
     }
     const rebalance = this.#options.rebalanceWatches;
     if (rebalance) {
@@ -227,6 +227,7 @@ export class Balancer extends undici.Dispatcher {
       this.#hedging?.close();
       this.#bodyTimers.close();
       this.#prober?.close();
+      this.#stallWatch?.close();
       this.#health.close();
       this.#lag.close();
       this.#releaseWaiters(closedError()); // each waiting request fails with ERR_BALANCER_CLOSED
@@ -268,6 +269,7 @@ export class Balancer extends undici.Dispatcher {
   #requestHost(): RequestHost {
     const options = this.#options;
     const rebalancer = this.#rebalancer;
+    const stallWatch = this.#stallWatch;
     return {
       maxAttempts: options.maxAttempts,
       maxReplayBytes: options.maxBufferedBody,
@@ -296,7 +298,10 @@ export class Balancer extends undici.Dispatcher {
         endpoint.inFlight++;
         endpoint.requests++;
         if (longRunning) endpoint.streams++;
-        if (sentAt !== undefined && request instanceof BalancedRequest && request.timed) this.#set.timedStart(endpoint, sentAt);
+        if (sentAt !== undefined && request instanceof BalancedRequest && request.timed) {
+          this.#set.timedStart(endpoint, sentAt);
+          stallWatch?.started(sentAt);
+        }
       },
       attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => {
         endpoint.inFlight--;
@@ -305,7 +310,9 @@ export class Balancer extends undici.Dispatcher {
         // One clock read for the verdict and the latency sample: they describe the same moment.
         const now = options.clock.now();
         this.#judge.judge(endpoint, outcome, now);
-        if (!longRunning) this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome), now);
+        if (longRunning) return;
+        this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome), now);
+        if (startedAt === startedAt) stallWatch?.ended(now);
       },
       retrying: (from, to, reason, attempt, request) => {
         if (retryChannel.hasSubscribers) {

@@ -94,6 +94,19 @@ export class Prober {
     }
   }
 
+  /**
+   * Probes `endpoint` at once, out of turn (the stall watch suspects a black hole), with the same
+   * request and timeout as a scheduled probe, unless one is under way there; the schedule is left
+   * as it is. Returns whether a probe was sent.
+   */
+  probeNow(endpoint: Endpoint): boolean {
+    const slot = this.#slots.get(endpoint);
+    if (this.#closed || slot === undefined || slot.probing) return false;
+    slot.probing = true;
+    void this.#probe(slot);
+    return true;
+  }
+
   close(): void {
     this.#closed = true;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);

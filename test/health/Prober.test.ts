@@ -164,3 +164,36 @@ test('the endpoints of one balancer share one timer: each is probed at every tic
   t.is(clock.pending, 0, 'no timer once no endpoint is left');
   prober.close();
 });
+
+test('probeNow sends a probe at once, out of turn, one at a time per endpoint, and leaves the schedule as it was', async (t) => {
+  const clock = new FakeClock();
+  const target = endpoint(1);
+  const probedAt: number[] = [];
+  let answer: (result: 'pass') => void = () => {};
+  const results: string[] = [];
+  const prober = new Prober(
+    SETTINGS,
+    clock,
+    () => {
+      probedAt.push(clock.now());
+      return new Promise((resolve) => (answer = resolve));
+    },
+    (_e, result) => results.push(result),
+    () => 0.5,
+  );
+  t.false(prober.probeNow(target), 'an endpoint it does not probe: nothing sent');
+  prober.add(target);
+  const start = clock.now();
+  clock.advance(100);
+  t.true(prober.probeNow(target));
+  t.deepEqual(probedAt, [start + 100], 'sent at once');
+  t.false(prober.probeNow(target), 'not while one is under way');
+  answer('pass');
+  await Promise.resolve();
+  await Promise.resolve();
+  t.deepEqual(results, ['pass'], 'its result goes where a scheduled probe’s goes');
+  clock.advance(INTERVAL / 2 - 100);
+  t.deepEqual(probedAt, [start + 100, start + INTERVAL / 2], 'the scheduled probe still comes at its time');
+  prober.close();
+  t.false(prober.probeNow(target), 'closed: nothing sent');
+});

@@ -37,7 +37,15 @@ const STALE_MS = 3_000;
  * alike, but not every endpoint's in the same window) from passing for a silent endpoint.
  */
 const STALL_RATIO = 2;
-const STALL_MS = 250;
+export const STALL_MS = 250;
+
+/**
+ * How long (ms) timed requests may be in flight at an endpoint with none finishing before it has
+ * stalled, given its latency estimate `ms`. Also the stall watch's test (`health/StallWatch.ts`).
+ */
+export function stallMs(ms: number): number {
+  return STALL_RATIO * ms + STALL_MS;
+}
 /**
  * An endpoint is judged by its latency once it has answered this many timed requests: before that,
  * one answer that happened to be slow (a 6-ms GET beside 2-ms ones) would be all the evidence.
@@ -78,7 +86,7 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
     let cost = estimate.samples >= MIN_SAMPLES ? estimate.value : NaN;
     let at = estimate.sampledAt;
     let answered = estimate.answered;
-    if (cost === cost && silent > STALL_RATIO * cost + STALL_MS) {
+    if (cost === cost && silent > stallMs(cost)) {
       cost = silent;
       at = now;
       answered = false;
