@@ -87,10 +87,49 @@ export class Connection {
   goawayAt = Infinity;
   /** When the server sent GOAWAY: streams the client opens after it are not processed. */
   goawaySentAt = Infinity;
-  readonly streams = new Set<Stream>();
+  /**
+   * Its open streams, oldest first, as a list through the streams themselves: a Set of one or two
+   * streams that one is added to and removed from at every request shrank (a new table) each time.
+   */
+  #first: Stream | undefined;
+  #last: Stream | undefined;
 
   constructor(server: Apiserver) {
     this.server = server;
+  }
+
+  add(stream: Stream): void {
+    if (stream.listed) return;
+    stream.listed = true;
+    stream.prev = this.#last;
+    stream.next = undefined;
+    if (this.#last) this.#last.next = stream;
+    else this.#first = stream;
+    this.#last = stream;
+  }
+
+  delete(stream: Stream): void {
+    if (!stream.listed) return;
+    stream.listed = false;
+    if (stream.prev) stream.prev.next = stream.next;
+    else this.#first = stream.next;
+    if (stream.next) stream.next.prev = stream.prev;
+    else this.#last = stream.prev;
+    stream.prev = stream.next = undefined;
+  }
+
+  /** Removes every stream, oldest first, and returns them. */
+  takeAll(): Stream[] {
+    const all: Stream[] = [];
+    for (let stream = this.#first; stream; ) {
+      const next = stream.next;
+      stream.listed = false;
+      stream.prev = stream.next = undefined;
+      all.push(stream);
+      stream = next;
+    }
+    this.#first = this.#last = undefined;
+    return all;
   }
 
   /** Whether new requests may go on this connection at `now`. */
@@ -106,6 +145,10 @@ export class Stream {
   state: 'queued' | 'serving' | 'watching' | 'done' = 'queued';
   enqueuedAt = 0;
   timer: object | undefined;
+  /** Its place in its connection's list of open streams. */
+  listed = false;
+  prev: Stream | undefined;
+  next: Stream | undefined;
 
   constructor(connection: Connection, exchange: Exchange) {
     this.connection = connection;
@@ -236,7 +279,7 @@ export class Apiserver {
       this.#answer(stream, 429, { 'retry-after': '5', connection: 'close' }, SHUTDOWN_429_BODY, this.config.rttMs);
       return undefined;
     }
-    connection.streams.add(stream);
+    connection.add(stream);
     if (this.#busy + this.config.width[exchange.kind] <= this.config.seats && this.#queued === 0) {
       this.#serve(stream);
     } else if (this.#queued >= this.config.queueLimit) {
@@ -255,7 +298,7 @@ export class Apiserver {
     const state = stream.state;
     if (state === 'done') return;
     stream.state = 'done';
-    stream.connection.streams.delete(stream);
+    stream.connection.delete(stream);
     if (stream.timer) this.#clock.clearTimeout(stream.timer);
     if (state === 'queued') {
       this.#queued--;
@@ -300,12 +343,11 @@ export class Apiserver {
     this.#queueTimer = undefined;
     for (const connection of this.#connections) {
       connection.open = false;
-      for (const stream of connection.streams) {
+      for (const stream of connection.takeAll()) {
         if (stream.timer) this.#clock.clearTimeout(stream.timer);
         stream.state = 'done';
         this.#later(() => stream.exchange.failed('ECONNRESET'));
       }
-      connection.streams.clear();
     }
     this.#connections.clear();
     this.#watches.clear();
@@ -357,7 +399,7 @@ export class Apiserver {
     if (exchange.kind === 'watch') {
       if (exchange.since < this.cacheStart) {
         stream.state = 'done';
-        stream.connection.streams.delete(stream);
+        stream.connection.delete(stream);
         this.#answer(stream, 410, {}, GONE_BODY, this.config.rttMs / 2);
         return;
       }
@@ -372,7 +414,7 @@ export class Apiserver {
       return;
     }
     stream.state = 'done';
-    stream.connection.streams.delete(stream);
+    stream.connection.delete(stream);
     this.#deliver(stream, 200, this.#goaway(stream.connection), '');
   }
 
@@ -401,7 +443,7 @@ export class Apiserver {
 
   #reject(stream: Stream): void {
     stream.state = 'done';
-    stream.connection.streams.delete(stream);
+    stream.connection.delete(stream);
     const now = this.#clock.now();
     this.#retryAfter.dropped(now);
     this.#meter.rejected(this.index);

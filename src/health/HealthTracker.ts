@@ -169,7 +169,9 @@ export class HealthTracker {
 
   /** A probe result: rise and fall like a readiness probe, then probation semantics. */
   probeResult(endpoint: Endpoint, result: ProbeResult): void {
-    if (endpoint.removed) return;
+    // A pass changes nothing for a ready endpoint: passes count only while draining, from the 0
+    // that draining starts at (`#enter`). Most probes are that, so they read no health record.
+    if (endpoint.removed || (result === 'pass' && endpoint.state === 'ready')) return;
     const h = this.#of(endpoint);
     if (result === 'connect' || result === 'tls' || result === 'unreachable') {
       h.probePasses = 0;

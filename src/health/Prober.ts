@@ -59,6 +59,8 @@ export class Prober {
   readonly #send: SendProbe;
   readonly #onResult: (endpoint: Endpoint, result: ProbeResult) => void;
   readonly #slots = new Map<Endpoint, Slot>();
+  /** The slots in the order they were added: what a tick walks (an array, not the map's iterator). */
+  #order: Slot[] = [];
   readonly #random: () => number;
   readonly #tick = (): void => this.#due();
   #timer: ClockTimer | undefined;
@@ -75,12 +77,17 @@ export class Prober {
   /** Starts probing an endpoint: at the next tick, the first of which comes within one interval, spread at random. */
   add(endpoint: Endpoint): void {
     if (this.#closed || this.#slots.has(endpoint)) return;
-    this.#slots.set(endpoint, { endpoint, skipped: 0, probing: false });
+    const slot: Slot = { endpoint, skipped: 0, probing: false };
+    this.#slots.set(endpoint, slot);
+    this.#order.push(slot);
     if (this.#timer === undefined) this.#timer = this.#clock.setTimeout(this.#tick, this.#settings.intervalMs * this.#random());
   }
 
   remove(endpoint: Endpoint): void {
+    const slot = this.#slots.get(endpoint);
+    if (!slot) return;
     this.#slots.delete(endpoint);
+    this.#order = this.#order.filter((s) => s !== slot);
     if (this.#slots.size === 0 && this.#timer !== undefined) {
       this.#clock.clearTimeout(this.#timer);
       this.#timer = undefined;
@@ -105,13 +112,16 @@ export class Prober {
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#slots.clear();
+    this.#order = [];
   }
 
   #due(): void {
     this.#timer = undefined;
     const now = this.#clock.now();
     const { intervalMs, timeoutMs } = this.#settings;
-    for (const slot of this.#slots.values()) {
+    const order = this.#order;
+    for (let i = 0; i < order.length; i++) {
+      const slot = order[i]!;
       if (slot.probing) continue;
       const endpoint = slot.endpoint;
       const sinceSuccess = now - endpoint.lastSuccessAt;

@@ -26,6 +26,10 @@ const TARGET_CONCURRENCY = 8;
 export function srvLookup(name: string): DnsLookup {
   const lastGood = new LastGood();
   const srvKey = `SRV ${name}`;
+  // The last fully glued answer and the endpoints it gave: most rounds get the same answer again
+  // (from the cache, or a repeat of it from the server), and rebuilding the same endpoints was most
+  // of a round's work and garbage (`npm run fleet`: a DNS round every ~5 s per client).
+  let last: { answer: DnsAnswer; endpoints: EndpointAddress[]; dropped: readonly string[] } | undefined;
   return async (cache, force) => {
     const round = lastGood.round();
     const srv = round.use(srvKey, await cache.lookup(name, 'SRV', force));
@@ -33,6 +37,13 @@ export function srvLookup(name: string): DnsLookup {
     const answer = srv.answer;
     if (!answer) return result;
     if (answer.kind !== 'records') return negative(result, new DnsError(answer.kind, `${name} SRV`));
+    if (last && sameSrvAnswer(answer, last.answer)) {
+      result.endpoints = last.endpoints;
+      for (const dropped of last.dropped) result.dropped.push(dropped);
+      round.end();
+      return result;
+    }
+    last = undefined;
     // Port 0 cannot be dialled; "." is RFC 2782's "no service here".
     const records = answer.srv.filter((r) => r.target !== '.' && r.port !== 0);
     // RFC 2782: a lone target of "." means the service is decidedly not available here.
@@ -78,6 +89,8 @@ export function srvLookup(name: string): DnsLookup {
     }
     result.endpoints = [...byKey.values()];
     round.end();
+    // Only an answer that needed no A/AAAA lookups is reused as it is: the others depend on them too.
+    if (!unglued && result.endpoints.length > 0 && result.errors.length === 0) last = { answer, endpoints: result.endpoints, dropped: [...result.dropped] };
     if (result.endpoints.length === 0 && result.errors.length === 0) {
       return negative(result, new DnsError('NODATA', `${name} SRV`, result.dropped.length > 0 ? 'no SRV target has a usable address' : 'no SRV target has an address'));
     }
@@ -111,23 +124,65 @@ export function addressLookup(name: string, port: number): DnsLookup {
  * the current set needs. An answer (a negative one too) always replaces what was kept.
  */
 class LastGood {
-  #kept = new Map<string, DnsAnswer>();
+  kept = new Map<string, DnsAnswer>();
 
-  round(): { use(key: string, lookup: CacheResult): CacheResult; end(): void } {
-    const used = new Map<string, DnsAnswer>();
-    const kept = this.#kept;
-    return {
-      use: (key, lookup) => {
-        const answer = lookup.answer ?? (lookup.error ? kept.get(key) : undefined);
-        if (answer) used.set(key, answer);
-        return answer === lookup.answer ? lookup : { ...lookup, answer, stale: true };
-      },
-      // A round that returns early (no SRV answer at all) does not end: what was kept stays.
-      end: () => {
-        this.#kept = used;
-      },
-    };
+  round(): Round {
+    return new Round(this);
   }
+}
+
+/**
+ * One round's use of `LastGood`. While the round uses exactly what was kept (the usual case: the
+ * same answers again), no new map is built; the first difference copies what was used so far.
+ */
+class Round {
+  readonly #owner: LastGood;
+  #used: Map<string, DnsAnswer> | undefined;
+  /** Keys used so far that matched what was kept (while `#used` is not built). */
+  #matched: string[] = [];
+
+  constructor(owner: LastGood) {
+    this.#owner = owner;
+  }
+
+  use(key: string, lookup: CacheResult): CacheResult {
+    const kept = this.#owner.kept;
+    const answer = lookup.answer ?? (lookup.error ? kept.get(key) : undefined);
+    if (answer) {
+      if (this.#used) this.#used.set(key, answer);
+      else if (kept.get(key) === answer && !this.#matched.includes(key)) this.#matched.push(key);
+      else (this.#used = this.#copyMatched()).set(key, answer);
+    }
+    return answer === lookup.answer ? lookup : { ...lookup, answer, stale: true };
+  }
+
+  /** A round that returns early (no SRV answer at all) does not end: what was kept stays. */
+  end(): void {
+    const owner = this.#owner;
+    if (this.#used) owner.kept = this.#used;
+    else if (this.#matched.length !== owner.kept.size) owner.kept = this.#copyMatched();
+  }
+
+  #copyMatched(): Map<string, DnsAnswer> {
+    const kept = this.#owner.kept;
+    return new Map(this.#matched.map((key) => [key, kept.get(key)!]));
+  }
+}
+
+/** Whether two SRV answers list the same records and glue (so give the same endpoints). */
+function sameSrvAnswer(a: DnsAnswer, b: DnsAnswer): boolean {
+  if (a === b) return true;
+  if (a.ttl !== b.ttl || a.srv.length !== b.srv.length || a.glue.size !== b.glue.size) return false;
+  for (let i = 0; i < a.srv.length; i++) {
+    const x = a.srv[i]!;
+    const y = b.srv[i]!;
+    if (x.target !== y.target || x.port !== y.port || x.priority !== y.priority || x.weight !== y.weight) return false;
+  }
+  for (const [target, list] of a.glue) {
+    const other = b.glue.get(target);
+    if (!other || other.length !== list.length || list.some((address, i) => other[i] !== address)) return false;
+  }
+  return true;
 }
 
 function empty(): DnsLookupResult {

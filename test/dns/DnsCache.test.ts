@@ -190,3 +190,28 @@ test('close() aborts a query under way; the lookup resolves with what was cached
     t.is(server.log.length, 1);
   });
 });
+
+test('a full cache drops the least recently used name: one looked up again stays, the oldest is asked again', async (t) => {
+  const server = await DnsTestServer.start();
+  const clock = new FakeClock();
+  const client = dnsClient([server], { timeout: 1000, attempts: 1, deadline: 5000 }, clock);
+  const cache = new DnsCache(client, clock, dnsCacheDefaults, () => 0.5, 8);
+  try {
+    for (let i = 0; i < 9; i++) server.add({ name: `n${i}.test`, type: 'A', ttl: 60, data: `127.0.0.${20 + i}` });
+    for (let i = 0; i < 8; i++) await cache.lookup(`n${i}.test.`, 'A');
+    t.is(server.log.length, 8);
+    await cache.lookup('n0.test.', 'A');
+    t.is(server.log.length, 8, 'n0 is cached, and now the most recently used');
+    await cache.lookup('n8.test.', 'A');
+    t.is(server.log.length, 9, 'a ninth name makes room');
+    await cache.lookup('n0.test.', 'A');
+    await cache.lookup('n2.test.', 'A');
+    t.is(server.log.length, 9, 'n0 (used again) and n2 stayed');
+    const n1 = await cache.lookup('n1.test.', 'A');
+    t.is(server.log.length, 10, 'n1, the least recently used, was dropped and is asked again');
+    t.deepEqual(n1.answer?.addresses, ['127.0.0.21']);
+  } finally {
+    cache.close();
+    await server.close();
+  }
+});
