@@ -57,7 +57,7 @@ async function install(dir: string, extra: readonly string[]): Promise<string> {
   const home = join(dir, 'app/node_modules/kube-balancer');
   await mkdir(home, { recursive: true });
   await exec('tar', ['-xzf', join(dir, filename), '-C', home, '--strip-components=1']);
-  await link(dir, ['dns-packet', 'undici', ...extra]);
+  await link(dir, ['dns-packet', 'lru-cache', 'undici', ...extra]);
   return join(home, 'dist/src/cli/main.js');
 }
 
@@ -80,7 +80,7 @@ test('the installed package: demo --help, a one-line message without the optiona
   const dir = await mkdtemp(join(tmpdir(), 'kube-balancer-package-test-'));
   try {
     const demoPackages = ['@kubernetes/client-node', 'ws', 'jsrsasign'];
-    t.deepEqual(Object.keys(packageJson.dependencies).sort(), ['dns-packet'], 'install() links every dependency');
+    t.deepEqual(Object.keys(packageJson.dependencies).sort(), ['dns-packet', 'lru-cache'], 'install() links every dependency');
     t.true('jsrsasign' in packageJson.peerDependencies, 'jsrsasign is an (optional) peer');
     const main = await install(dir, []);
 

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { jitteredBackoff, type Clock } from '../clock.ts';
 import type { DnsAnswer, DnsClient } from './DnsClient.ts';
 import { DnsError } from './DnsError.ts';
@@ -43,10 +44,6 @@ export interface CacheResult {
 
 interface Entry {
   answer: DnsAnswer | undefined;
-  /** Clock time (ms) after which the entry is gone (its TTL and `maxStale`, or the retry window). */
-  expiresAt: number;
-  /** When it was last looked up or stored, in `Entries`' own count: the least recently used goes first. */
-  usedAt: number;
   fetchedAt: number;
   /** Clamped TTL of `answer`, ms. */
   ttl: number;
@@ -67,7 +64,7 @@ const RETRY_MAX = 30_000;
 const DNS_CACHE_ENTRIES = 8_192;
 
 /**
- * Answers by (name, type), in a small LRU table (`Entries`). A lookup returns the cached answer until its refresh time
+ * Answers by (name, type), on lru-cache. A lookup returns the cached answer until its refresh time
  * (88–98 % of the clamped TTL, jittered so that many clients do not ask in step), then asks again;
  * concurrent lookups of one key share one query. When a query fails, the previous answer is kept
  * and served stale for up to `maxStale`, and the next query waits a jittered, growing backoff.
@@ -78,12 +75,8 @@ export class DnsCache {
   readonly #clock: Clock;
   readonly #options: DnsCacheOptions;
   readonly #random: () => number;
-  readonly #entries: Entries;
-  /** Queries under way by type, then lower-cased name (no key string built per lookup). */
-  readonly #inflight = new Map<QueryType, Map<string, Promise<CacheResult> | undefined>>();
-  /** Queries under way (the keys of `#inflight` that are set), and queries over so far. */
-  #pending = 0;
-  #finished = 0;
+  readonly #entries: LRUCache<string, Entry>;
+  readonly #inflight = new Map<string, Promise<CacheResult>>();
   readonly #abort = new AbortController();
   /**
    * Told the result of every query that went to the network (one per name and type, whatever tries
@@ -102,7 +95,8 @@ export class DnsCache {
     this.#clock = clock;
     this.#options = options;
     this.#random = random;
-    this.#entries = new Entries(maxEntries);
+    // lru-cache on our clock; ttlResolution 0 because caching `now` would set a real timer.
+    this.#entries = new LRUCache<string, Entry>({ max: maxEntries, ttlResolution: 0, perf: { now: () => clock.now() } });
   }
 
   /** The shortest time an answer is kept (ms): no name is asked again sooner for its TTL's sake. */
@@ -117,19 +111,13 @@ export class DnsCache {
    */
   lookup(name: string, type: QueryType, force = false): Promise<CacheResult> {
     // The name as given: "api" (search list applies) and "api." (absolute) are different questions.
-    const lower = name.toLowerCase();
-    const now = this.#clock.now();
-    const entry = this.#entries.get(type, lower, now);
-    if (entry && !force && now < entry.refreshAt) return Promise.resolve(this.#view(entry));
-    let inflight = this.#inflight.get(type);
-    if (!inflight) this.#inflight.set(type, (inflight = new Map<string, Promise<CacheResult> | undefined>()));
-    let pending = inflight.get(lower);
+    const key = `${type} ${name.toLowerCase()}`;
+    const entry = this.#entries.get(key);
+    if (entry && !force && this.#clock.now() < entry.refreshAt) return Promise.resolve(this.#view(entry));
+    let pending = this.#inflight.get(key);
     if (!pending) {
-      this.#pending++;
-      const finished = this.#finished;
-      pending = this.#fetch(inflight, lower, name, type, entry);
-      // Unless it is over already (a client that fails at once): then there is nothing to share.
-      if (this.#finished === finished) inflight.set(lower, pending);
+      pending = this.#fetch(key, name, type, entry).finally(() => this.#inflight.delete(key));
+      this.#inflight.set(key, pending);
     }
     return pending;
   }
@@ -139,52 +127,34 @@ export class DnsCache {
     this.#abort.abort();
   }
 
-  async #fetch(inflight: Map<string, Promise<CacheResult> | undefined>, lower: string, name: string, type: QueryType, previous: Entry | undefined): Promise<CacheResult> {
+  async #fetch(key: string, name: string, type: QueryType, previous: Entry | undefined): Promise<CacheResult> {
+    let answer: DnsAnswer;
     try {
-      let answer: DnsAnswer;
-      try {
-        answer = await this.#client.query(name, type, this.#abort.signal);
-      } catch (err) {
-        const error = err instanceof DnsError ? err : new DnsError('NETWORK', `${name} ${type}`, String(err), { cause: err });
-        if (error.reason === 'ABORTED') return previous ? this.#view(previous) : { answer: undefined, stale: false, error, refreshAt: Infinity };
-        this.onQuery?.(error.reason);
-        return this.#view(this.#failed(type, lower, previous, error));
-      }
-      this.onQuery?.(answer.kind === 'records' ? 'success' : answer.kind);
-      const now = this.#clock.now();
-      // A negative answer without SOA comes with TTL 0 (not to be cached): `minTtl` makes that "ask again soon".
-      const ttl = this.#clamp(answer.ttl);
-      // Late in the TTL, so that a fleet asks about clients ÷ TTL times a second (at 75–90 % it was
-      // 1.21 × that, `npm run fleet`); the last 2 % and serve-stale cover a slow answer.
-      const entry: Entry = { answer, expiresAt: now + ttl + this.#options.maxStale, usedAt: 0, fetchedAt: now, ttl, refreshAt: now + ttl * (0.88 + 0.1 * this.#random()), failures: 0, error: undefined };
-      this.#entries.set(type, lower, entry);
-      return this.#view(entry);
-    } finally {
-      this.#done(inflight, lower);
+      answer = await this.#client.query(name, type, this.#abort.signal);
+    } catch (err) {
+      const error = err instanceof DnsError ? err : new DnsError('NETWORK', `${name} ${type}`, String(err), { cause: err });
+      if (error.reason === 'ABORTED') return previous ? this.#view(previous) : { answer: undefined, stale: false, error, refreshAt: Infinity };
+      this.onQuery?.(error.reason);
+      return this.#view(this.#failed(key, previous, error));
     }
+    this.onQuery?.(answer.kind === 'records' ? 'success' : answer.kind);
+    const now = this.#clock.now();
+    // A negative answer without SOA comes with TTL 0 (not to be cached): `minTtl` makes that "ask again soon".
+    const ttl = this.#clamp(answer.ttl);
+    // Late in the TTL, so that a fleet asks about clients ÷ TTL times a second (at 75–90 % it was
+    // 1.21 × that, `npm run fleet`); the last 2 % and serve-stale cover a slow answer.
+    const entry: Entry = { answer, fetchedAt: now, ttl, refreshAt: now + ttl * (0.88 + 0.1 * this.#random()), failures: 0, error: undefined };
+    this.#entries.set(key, entry, { ttl: ttl + this.#options.maxStale });
+    return this.#view(entry);
   }
 
-  /**
-   * The query for `lower` is over. Its name is set to `undefined` rather than deleted: a delete that
-   * leaves a map nearly empty shrinks it, a new table each time (`clear` too), and that was a tenth
-   * of a DNS round's garbage (`npm run fleet`). Emptied only when nothing is under way and it holds
-   * many names (an SRV set's targets that came and went).
-   */
-  #done(inflight: Map<string, Promise<CacheResult> | undefined>, lower: string): void {
-    this.#finished++;
-    if (--this.#pending === 0 && inflight.size > 64) inflight.clear();
-    else inflight.set(lower, undefined);
-  }
-
-  #failed(type: QueryType, lower: string, previous: Entry | undefined, error: DnsError): Entry {
+  #failed(key: string, previous: Entry | undefined, error: DnsError): Entry {
     const now = this.#clock.now();
     const failures = (previous?.failures ?? 0) + 1;
     // RFC 8767 §5: past the stale limit an answer is no longer served, whatever else fails.
     const usable = previous?.answer !== undefined && now < previous.fetchedAt + previous.ttl + this.#options.maxStale;
     const entry: Entry = {
       answer: usable ? previous.answer : undefined,
-      expiresAt: 0,
-      usedAt: 0,
       fetchedAt: usable ? previous.fetchedAt : now,
       ttl: usable ? previous.ttl : 0,
       refreshAt: now + jitteredBackoff(failures, RETRY_BASE, RETRY_MAX, this.#random),
@@ -192,8 +162,7 @@ export class DnsCache {
       error,
     };
     const keep = usable ? entry.fetchedAt + entry.ttl + this.#options.maxStale - now : 0;
-    entry.expiresAt = now + Math.max(keep, entry.refreshAt - now + RETRY_MAX);
-    this.#entries.set(type, lower, entry);
+    this.#entries.set(key, entry, { ttl: Math.max(keep, entry.refreshAt - now + RETRY_MAX) });
     return entry;
   }
 
@@ -206,59 +175,5 @@ export class DnsCache {
   /** Seconds from the wire to clamped milliseconds. */
   #clamp(seconds: number): number {
     return Math.min(this.#options.maxTtl, Math.max(this.#options.minTtl, seconds * 1000));
-  }
-}
-
-/**
- * The cache's entries by type, then lower-cased name, at most `max` of them: the least recently
- * used goes when a new one comes, and an entry past its `expiresAt` is gone when next looked up.
- * It replaced lru-cache, whose entry arrays (keys, values, links, TTLs, start times, each its own
- * array) made a lookup touch a dozen places in memory: with thousands of simulated clients,
- * lookups were 7 % of a run (`npm run fleet`). Evicting sorts the entries, which happens only when
- * a resolver's names outgrow `max` (each round then misses anyway).
- */
-class Entries {
-  readonly #byType = new Map<QueryType, Map<string, Entry>>();
-  readonly #max: number;
-  #size = 0;
-  #uses = 0;
-
-  constructor(max: number) {
-    this.#max = max;
-  }
-
-  get(type: QueryType, name: string, now: number): Entry | undefined {
-    const names = this.#byType.get(type);
-    const entry = names?.get(name);
-    if (!entry) return undefined;
-    if (now > entry.expiresAt) {
-      names!.delete(name);
-      this.#size--;
-      return undefined;
-    }
-    entry.usedAt = ++this.#uses;
-    return entry;
-  }
-
-  set(type: QueryType, name: string, entry: Entry): void {
-    let names = this.#byType.get(type);
-    if (!names) this.#byType.set(type, (names = new Map<string, Entry>()));
-    if (!names.has(name)) {
-      if (this.#size >= this.#max) this.#evict();
-      this.#size++;
-    }
-    entry.usedAt = ++this.#uses;
-    names.set(name, entry);
-  }
-
-  /** Drops the least recently used eighth (one at least), so that a table kept full sorts once per `max / 8` new names. */
-  #evict(): void {
-    const all: Array<{ names: Map<string, Entry>; name: string; usedAt: number }> = [];
-    for (const names of this.#byType.values()) for (const [name, entry] of names) all.push({ names, name, usedAt: entry.usedAt });
-    all.sort((a, b) => a.usedAt - b.usedAt);
-    for (const { names, name } of all.slice(0, Math.max(1, this.#max >> 3))) {
-      names.delete(name);
-      this.#size--;
-    }
   }
 }
