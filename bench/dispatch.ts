@@ -11,6 +11,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { fetch, Pool, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
+import { seeded } from '../fleet/sim/random.ts';
 import { createBalancer, type BalancerOptions } from '../src/index.ts';
 import { compare, median, startServerProcess, table, writeResults } from './lib.ts';
 
@@ -183,17 +184,6 @@ function medianRatio(a: number[], b: number[]): MedianRatio {
   medians.sort();
   const fixed = (x: number): number => Number(x.toFixed(4));
   return { median: fixed(median(ratios)), low: fixed(medians[Math.floor(draws * 0.025)]!), high: fixed(medians[Math.ceil(draws * 0.975) - 1]!) };
-}
-
-/** mulberry32: the same seed gives the same orders and resamples. */
-function seeded(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function shuffled<T>(values: readonly T[], random: () => number): T[] {

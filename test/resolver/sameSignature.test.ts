@@ -1,19 +1,9 @@
 import test from 'ava';
+import { seeded } from '../../fleet/sim/random.ts';
 import { endpointSignature, sameSignature, type EndpointAddress } from '../../src/resolver/Resolver.ts';
 
-/** A small seeded generator (mulberry32), so that a failure repeats. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 test('sameSignature agrees with comparing endpointSignature, order, duplicates and defaults included', (t) => {
-  const next = random(15);
+  const next = seeded(15);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
   const one = (): EndpointAddress => ({
     address: pick(['10.0.0.1', '10.0.0.2', '10.0.0.3', 'fd00::1']),
