@@ -4,11 +4,11 @@
 // without them those GETs would wait for their 20-s request timeout.
 import diagnostics_channel from 'node:diagnostics_channel';
 import test from 'ava';
-import * as undici from 'undici';
-import { ApiserverCluster, RESOURCES } from '../../fixtures/apiserver/index.ts';
+import { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
 import { certs } from '../../fixtures/certs/index.ts';
 import type { PickMessage, RetryMessage } from '../../src/observability/channels.ts';
 import { createBalancer } from '../../src/index.ts';
+import { createConfigMaps, getConfigMap } from '../helpers/configMaps.ts';
 import { load } from '../helpers/load.ts';
 
 const WARM_UP = 400;
@@ -17,7 +17,7 @@ const REQUEST_TIMEOUT = 20_000;
 
 test('a black hole costs no GET its ejection: every GET caught there is hedged elsewhere and succeeds, the hole is ejected by hedges alone or gets no more GETs, nothing is left hanging on it', async (t) => {
   const cluster = await ApiserverCluster.start();
-  for (let i = 0; i < WARM_UP + ACROSS; i++) cluster.store.create(RESOURCES.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, namespace: 'default' } });
+  createConfigMaps(cluster, WARM_UP + ACROSS);
   const origin = `https://kubernetes.default.svc:${cluster.port}`;
   const balancer = createBalancer({ origin, target: cluster.target, tls: { ca: certs.ca }, probe: false, pingInterval: 0, requestTimeout: REQUEST_TIMEOUT, hedge: {} });
   const hole = cluster.instances[0]!;
@@ -36,13 +36,7 @@ test('a black hole costs no GET its ejection: every GET caught there is hedged e
   diagnostics_channel.subscribe('kube-balancer:retry', onRetry);
   const ejected: string[] = [];
   balancer.on('eject', (e, reason) => ejected.push(`${e.key} ${reason}`));
-  const get = async (i: number): Promise<number> => {
-    const started = performance.now();
-    const res = await undici.request(`${origin}/api/v1/namespaces/default/configmaps/cm-${i}`, { dispatcher: balancer, headers: cluster.authHeaders });
-    await res.body.dump();
-    if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
-    return performance.now() - started;
-  };
+  const get = (i: number): Promise<number> => getConfigMap(cluster, origin, balancer, i);
   try {
     // One load throughout: the hole opens under it, with GETs in flight there (some sent before the
     // last answer from there, which a hedge must not wait on forever).

@@ -5,10 +5,10 @@
 // anything. Only the watch (a look every 250 ms, an out-of-turn probe with its 1-s timeout) can
 // eject it before the GETs' 20-s request timeout.
 import test from 'ava';
-import * as undici from 'undici';
-import { ApiserverCluster, RESOURCES } from '../../fixtures/apiserver/index.ts';
+import { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
 import { certs } from '../../fixtures/certs/index.ts';
 import { createBalancer } from '../../src/index.ts';
+import { createConfigMaps, getConfigMap } from '../helpers/configMaps.ts';
 import { load } from '../helpers/load.ts';
 
 const WARM_UP = 300;
@@ -22,7 +22,7 @@ const BOUND_MS = 5_000;
 
 test('a black hole is found with nothing hedging and no answer coming: the stall watch probes it at once, it is ejected as unreachable, every GET succeeds well within its timeout', async (t) => {
   const cluster = await ApiserverCluster.start();
-  for (let i = 0; i < WARM_UP + ACROSS; i++) cluster.store.create(RESOURCES.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, namespace: 'default' } });
+  createConfigMaps(cluster, WARM_UP + ACROSS);
   const origin = `https://kubernetes.default.svc:${cluster.port}`;
   const balancer = createBalancer({
     origin,
@@ -36,13 +36,7 @@ test('a black hole is found with nothing hedging and no answer coming: the stall
   const hole = cluster.instances[0]!;
   const ejected: Array<{ key: string; reason: string; at: number }> = [];
   balancer.on('eject', (e, reason) => ejected.push({ key: e.key, reason, at: performance.now() }));
-  const get = async (i: number): Promise<number> => {
-    const started = performance.now();
-    const res = await undici.request(`${origin}/api/v1/namespaces/default/configmaps/cm-${i}`, { dispatcher: balancer, headers: cluster.authHeaders });
-    await res.body.dump();
-    if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
-    return performance.now() - started;
-  };
+  const get = (i: number): Promise<number> => getConfigMap(cluster, origin, balancer, i);
   try {
     let holedAt = 0;
     const all = await load(WARM_UP + ACROSS, 12, (i) => {
