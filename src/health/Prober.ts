@@ -35,11 +35,12 @@ const MAX_SKIPS = 4;
  */
 const QUIET_PART_OF_TIMEOUT = 0.25;
 
-/** One endpoint's probing: the probes skipped in a row, and whether one is under way. */
+/** One endpoint's probing: the probes skipped in a row, whether one is under way, and whether it was removed. */
 interface Slot {
   readonly endpoint: Endpoint;
   skipped: number;
   probing: boolean;
+  removed: boolean;
 }
 
 /**
@@ -58,9 +59,8 @@ export class Prober {
   readonly #clock: Clock;
   readonly #send: SendProbe;
   readonly #onResult: (endpoint: Endpoint, result: ProbeResult) => void;
-  readonly #slots = new Map<Endpoint, Slot>();
-  /** The slots in the order they were added: what a tick walks (an array, not the map's iterator). */
-  #order: Slot[] = [];
+  /** In the order they were added: a tick walks an array (a map's iterator cost more, `npm run fleet`); sets are small. */
+  #slots: Slot[] = [];
   readonly #random: () => number;
   readonly #tick = (): void => this.#due();
   #timer: ClockTimer | undefined;
@@ -76,19 +76,17 @@ export class Prober {
 
   /** Starts probing an endpoint: at the next tick, the first of which comes within one interval, spread at random. */
   add(endpoint: Endpoint): void {
-    if (this.#closed || this.#slots.has(endpoint)) return;
-    const slot: Slot = { endpoint, skipped: 0, probing: false };
-    this.#slots.set(endpoint, slot);
-    this.#order.push(slot);
+    if (this.#closed || this.#slotOf(endpoint)) return;
+    this.#slots.push({ endpoint, skipped: 0, probing: false, removed: false });
     if (this.#timer === undefined) this.#timer = this.#clock.setTimeout(this.#tick, this.#settings.intervalMs * this.#random());
   }
 
   remove(endpoint: Endpoint): void {
-    const slot = this.#slots.get(endpoint);
+    const slot = this.#slotOf(endpoint);
     if (!slot) return;
-    this.#slots.delete(endpoint);
-    this.#order = this.#order.filter((s) => s !== slot);
-    if (this.#slots.size === 0 && this.#timer !== undefined) {
+    slot.removed = true;
+    this.#slots = this.#slots.filter((s) => s !== slot);
+    if (this.#slots.length === 0 && this.#timer !== undefined) {
       this.#clock.clearTimeout(this.#timer);
       this.#timer = undefined;
     }
@@ -100,7 +98,7 @@ export class Prober {
    * as it is. Returns whether a probe was sent.
    */
   probeNow(endpoint: Endpoint): boolean {
-    const slot = this.#slots.get(endpoint);
+    const slot = this.#slotOf(endpoint);
     if (this.#closed || slot === undefined || slot.probing) return false;
     slot.probing = true;
     void this.#probe(slot);
@@ -111,17 +109,16 @@ export class Prober {
     this.#closed = true;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#slots.clear();
-    this.#order = [];
+    this.#slots = [];
   }
 
   #due(): void {
     this.#timer = undefined;
     const now = this.#clock.now();
     const { intervalMs, timeoutMs } = this.#settings;
-    const order = this.#order;
-    for (let i = 0; i < order.length; i++) {
-      const slot = order[i]!;
+    const slots = this.#slots;
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i]!;
       if (slot.probing) continue;
       const endpoint = slot.endpoint;
       const sinceSuccess = now - endpoint.lastSuccessAt;
@@ -135,7 +132,7 @@ export class Prober {
       slot.probing = true;
       void this.#probe(slot);
     }
-    if (this.#slots.size > 0) this.#timer = this.#clock.setTimeout(this.#tick, intervalMs * (0.8 + 0.4 * this.#random()));
+    if (this.#slots.length > 0) this.#timer = this.#clock.setTimeout(this.#tick, intervalMs * (0.8 + 0.4 * this.#random()));
   }
 
   async #probe(slot: Slot): Promise<void> {
@@ -148,7 +145,11 @@ export class Prober {
     }
     slot.probing = false;
     // The endpoint may have been removed, or the balancer closed, while the probe ran.
-    if (this.#closed || this.#slots.get(endpoint) !== slot) return;
+    if (this.#closed || slot.removed) return;
     if (result !== undefined) this.#onResult(endpoint, result);
+  }
+
+  #slotOf(endpoint: Endpoint): Slot | undefined {
+    return this.#slots.find((slot) => slot.endpoint === endpoint);
   }
 }
