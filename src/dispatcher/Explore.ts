@@ -34,13 +34,13 @@ export interface Explorable extends DescribedRequest {
  * only raise the estimate), so a slow endpoint that keeps losing gives no sample at all, its
  * estimate ages, its factor climbs back to 1 within ~8 s, and a third of the picks go there.
  *
- * Returns the endpoint for the caller's request, or `undefined` when no copy is made (hedging off,
- * the endpoint not lagging, the reserve reached, no other endpoint, no retry budget): the request
+ * Called for a `lagging` endpoint's pick. Returns the endpoint for the caller's request, or
+ * `undefined` when no copy is made (hedging off, the reserve reached, no other endpoint, no retry budget): the request
  * then goes to `endpoint` as picked.
  */
 export function explore(host: RequestHost, endpoint: Endpoint, route: Route, opts: DispatchOptions, request: Explorable): Endpoint | undefined {
   const hedging = host.hedging;
-  if (!hedging?.mayExplore(endpoint)) return undefined;
+  if (!hedging?.mayExplore()) return undefined;
   const other = host.pick(false, false, new Set([endpoint]));
   if (!other || !host.budget.tryAcquire()) return undefined;
   hedging.explored();

@@ -148,12 +148,12 @@ export class Hedging {
   }
 
   /**
-   * Whether a timed request picked for `endpoint` is measured there by a copy while the caller's
-   * goes elsewhere (see `Explore.ts`): the endpoint is `lagging`, and an earned hedge is left above
-   * the reserve. Nothing is spent until `explored`.
+   * Whether a timed request picked for a `lagging` endpoint may be measured there by a copy while
+   * the caller's goes elsewhere (see `Explore.ts`): an earned hedge is left above the reserve.
+   * Nothing is spent until `explored`.
    */
-  mayExplore(endpoint: Endpoint): boolean {
-    return endpoint.lagging && this.#credit >= (EXPLORE_RESERVE + 1) * 100;
+  mayExplore(): boolean {
+    return this.#credit >= (EXPLORE_RESERVE + 1) * 100;
   }
 
   /** An exploration copy was sent: it costs an earned hedge, as any hedge does. */

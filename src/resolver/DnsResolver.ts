@@ -188,7 +188,7 @@ export class DnsResolver implements Resolver {
     }
     // Sorted: a server that shuffles its records must not make the same listing warn again.
     const droppedList = result.dropped.length === 0 ? result.dropped : [...result.dropped].sort();
-    const dropped = droppedList.length === 0 ? '' : droppedList.join(', ');
+    const dropped = droppedList.join(', ');
     if (dropped !== '' && dropped !== this.#droppedWarned) {
       listener.warning?.(`${target}: DNS listed addresses that are never dialled, left out: ${describeDropped(droppedList)}`);
     }

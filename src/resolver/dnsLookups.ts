@@ -124,48 +124,22 @@ export function addressLookup(name: string, port: number): DnsLookup {
  * the current set needs. An answer (a negative one too) always replaces what was kept.
  */
 class LastGood {
-  kept = new Map<string, DnsAnswer>();
+  #kept = new Map<string, DnsAnswer>();
 
-  round(): Round {
-    return new Round(this);
-  }
-}
-
-/**
- * One round's use of `LastGood`. While the round uses exactly what was kept (the usual case: the
- * same answers again), no new map is built; the first difference copies what was used so far.
- */
-class Round {
-  readonly #owner: LastGood;
-  #used: Map<string, DnsAnswer> | undefined;
-  /** Keys used so far that matched what was kept (while `#used` is not built). */
-  #matched: string[] = [];
-
-  constructor(owner: LastGood) {
-    this.#owner = owner;
-  }
-
-  use(key: string, lookup: CacheResult): CacheResult {
-    const kept = this.#owner.kept;
-    const answer = lookup.answer ?? (lookup.error ? kept.get(key) : undefined);
-    if (answer) {
-      if (this.#used) this.#used.set(key, answer);
-      else if (kept.get(key) === answer && !this.#matched.includes(key)) this.#matched.push(key);
-      else (this.#used = this.#copyMatched()).set(key, answer);
-    }
-    return answer === lookup.answer ? lookup : { ...lookup, answer, stale: true };
-  }
-
-  /** A round that returns early (no SRV answer at all) does not end: what was kept stays. */
-  end(): void {
-    const owner = this.#owner;
-    if (this.#used) owner.kept = this.#used;
-    else if (this.#matched.length !== owner.kept.size) owner.kept = this.#copyMatched();
-  }
-
-  #copyMatched(): Map<string, DnsAnswer> {
-    const kept = this.#owner.kept;
-    return new Map(this.#matched.map((key) => [key, kept.get(key)!]));
+  round(): { use(key: string, lookup: CacheResult): CacheResult; end(): void } {
+    const used = new Map<string, DnsAnswer>();
+    const kept = this.#kept;
+    return {
+      use: (key, lookup) => {
+        const answer = lookup.answer ?? (lookup.error ? kept.get(key) : undefined);
+        if (answer) used.set(key, answer);
+        return answer === lookup.answer ? lookup : { ...lookup, answer, stale: true };
+      },
+      // A round that returns early (no SRV answer at all) does not end: what was kept stays.
+      end: () => {
+        this.#kept = used;
+      },
+    };
   }
 }
 

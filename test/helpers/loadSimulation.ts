@@ -157,7 +157,7 @@ export function simulate(options: {
   const send = (then?: () => void): void => {
     const { timed, cost } = request(sent++);
     const endpoint = set.pick({ longRunning: false })!;
-    if (hedging && timed && hedging.mayExplore(endpoint)) {
+    if (hedging && timed && endpoint.lagging && hedging.mayExplore()) {
       const other = set.pick({ longRunning: false, exclude: new Set([endpoint]) });
       if (other) {
         hedging.explored();
