@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import type { DemoSummary } from '../src/cli/demo/summary.ts';
-import { finished } from './helpers/cli.ts';
+import { CLI_TIMEOUT_MS, finished } from './helpers/cli.ts';
 
 const exec = promisify(execFile);
 const root = join(import.meta.dirname, '..');
@@ -84,12 +84,12 @@ test('the installed package: demo --help, a one-line message without the optiona
     t.true('jsrsasign' in packageJson.peerDependencies, 'jsrsasign is an (optional) peer');
     const main = await install(dir, []);
 
-    const help = await run(main, dir, ['demo', '--help'], 30_000);
+    const help = await run(main, dir, ['demo', '--help'], CLI_TIMEOUT_MS);
     t.is(help.code, 0, help.stderr);
     t.regex(help.stdout, /^usage: kube-balancer demo/);
     t.regex(help.stdout, /npm install @kubernetes\/client-node ws jsrsasign/);
 
-    const without = await run(main, dir, ['demo', '--duration', '5s', '--no-chart'], 30_000);
+    const without = await run(main, dir, ['demo', '--duration', '5s', '--no-chart'], CLI_TIMEOUT_MS);
     t.is(without.code, 1);
     t.is(without.stderr.trim(), 'kube-balancer demo: the demo needs @kubernetes/client-node, ws and jsrsasign: npm install @kubernetes/client-node ws jsrsasign');
 

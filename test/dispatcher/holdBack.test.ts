@@ -1,5 +1,6 @@
 // Short GETs whose apiserver dies mid-response: held back until complete, retried elsewhere when
 // the connection breaks first; larger responses stream; writes are never retried.
+import diagnostics_channel from 'node:diagnostics_channel';
 import type { ServerResponse } from 'node:http';
 import test from 'ava';
 import * as undici from 'undici';
@@ -99,9 +100,17 @@ test.serial('an apiserver crashes while response bodies are being written: 0 of 
     const origin = `https://kubernetes.default.svc:${cluster.port}`;
     const headers = cluster.authHeaders;
     let sent = 0;
+    // Each GET's path names it (`i`), so that a head the victim sent can be told apart once read here.
+    const heads = new Set<string>();
+    const onHeaders = (message: unknown): void => {
+      const { request } = message as { request: { origin?: string; path: string } };
+      if (request.origin === victim.url) heads.add(request.path);
+    };
+    diagnostics_channel.subscribe('undici:request:headers', onHeaders);
+    t.teardown(() => diagnostics_channel.unsubscribe('undici:request:headers', onHeaders));
     const results = load(600, 24, async (i) => {
       sent++;
-      const path = i % 2 ? '/api/v1/namespaces/default/configmaps' : `/api/v1/namespaces/default/configmaps/cm-${i % 20}`;
+      const path = `${i % 2 ? '/api/v1/namespaces/default/configmaps' : `/api/v1/namespaces/default/configmaps/cm-${i % 20}`}?i=${i}`;
       const res = await undici.request(`${origin}${path}`, { dispatcher: balancer, headers });
       const body = (await res.body.json()) as { kind?: string };
       if (res.statusCode !== 200 || !body.kind) throw new Error(`status ${res.statusCode}`);
@@ -113,7 +122,10 @@ test.serial('an apiserver crashes while response bodies are being written: 0 of 
     // there were whole in our socket buffers (seen: 5 in flight, none broken, in two loaded runs).
     const mark = victim.requests.length;
     victim.setModes({ bodyPauseMs: 600_000 });
-    await until(() => victim.requests.slice(mark).some((r) => r.status === 200), { what: 'a GET on the victim to be mid-body' });
+    // Mid-body on our side too: the victim having written a head is not enough, for on a busy
+    // machine the crash's reset could come before this process had read it, and every GET there
+    // broke before its response started (no mid-body retry to see).
+    await until(() => victim.requests.slice(mark).some((r) => r.status === 200 && heads.has(r.path)), { what: 'a GET on the victim to be mid-body, its head read here' });
     const inFlightThere = balancer.endpoints().find((e) => e.key === victim.authority)!.inFlight;
     await victim.crash();
     const done = await results;

@@ -1,11 +1,14 @@
+import diagnostics_channel from 'node:diagnostics_channel';
 import test from 'ava';
 import * as undici from 'undici';
 import { certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
 import { BalancerError, createBalancer } from '../../src/index.ts';
+import type { PickMessage } from '../../src/observability/channels.ts';
 import { cluster, get, ORIGIN } from '../helpers/balancer.ts';
 import { load } from '../helpers/load.ts';
 import { until } from '../helpers/poll.ts';
+import { watchStalls } from '../helpers/stalls.ts';
 
 const codeOf = (error: Error | undefined): string => {
   const code = (error as { code?: unknown } | undefined)?.code;
@@ -45,10 +48,30 @@ test('crash 1 of 3 during POSTs: nothing unsent fails, nothing is created twice,
       },
     },
   );
+  const crashed = servers[1]!;
+  // Where each POST (its path names it) was first sent, and whether that was before the balancer
+  // saw the crashed server's connection close: until then a POST picked there is written to a
+  // connection that is already gone, and is lost. On a busy machine the close is read late and
+  // more than the 20 in flight at the crash were caught so (seen: 25).
+  const firstTo = new Map<string, { key: string; beforeClose: boolean }>();
+  let crashing = false;
+  let closeSeen = false;
+  const onPick = (message: unknown): void => {
+    const m = message as PickMessage;
+    if (m.balancer === balancer && m.attempt === 1) firstTo.set(m.request.path, { key: m.endpoint.key, beforeClose: !closeSeen });
+  };
+  diagnostics_channel.subscribe('kube-balancer:pick', onPick);
+  (balancer as undici.Dispatcher).on('disconnect', (origin) => {
+    if (crashing && origin.host === crashed.authority) closeSeen = true;
+  });
+  const path = (i: number): string => `/api/v1/namespaces/default/configmaps?i=${i}`;
   try {
     const results = await load(1200, 20, async (i) => {
-      if (i === 300) await servers[1]!.crash();
-      const res = await undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps`, {
+      if (i === 300) {
+        crashing = true;
+        await crashed.crash();
+      }
+      const res = await undici.request(`${ORIGIN}${path(i)}`, {
         dispatcher: balancer,
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -57,14 +80,20 @@ test('crash 1 of 3 during POSTs: nothing unsent fails, nothing is created twice,
       await res.body.dump();
       return res.statusCode;
     });
-    const failed = results.filter((r) => r.error);
+    const failed = results.map((r, i) => ({ ...r, i })).filter((r) => r.error);
+    t.log(`${failed.length} POSTs lost with the crashed server`);
     // Only POSTs already written to the crashed server may fail, and they fail with a reset.
-    t.true(failed.length <= 20, `${failed.length} failed`);
+    t.deepEqual(
+      failed.filter(({ i }) => firstTo.get(path(i))?.key !== crashed.authority || !firstTo.get(path(i))!.beforeClose).map(({ i }) => `${i}: ${JSON.stringify(firstTo.get(path(i)))}`),
+      [],
+      'every lost POST was sent to the crashed server before its connection was seen to close',
+    );
     for (const { error } of failed) t.regex(codeOf(error), /UND_ERR_SOCKET|ECONNRESET|ERR_HTTP2|UND_ERR_DESTROYED/);
     t.true([...received.values()].every((n) => n === 1), 'no POST reached a server twice');
     t.is(results.filter((r) => r.value === 201).length + failed.length, 1200);
     for (let i = 0; i < 1200; i++) if (results[i]?.value === 201) t.is(received.get(JSON.stringify({ id: i })), 1);
   } finally {
+    diagnostics_channel.unsubscribe('kube-balancer:pick', onPick);
     await close();
   }
 });
@@ -73,11 +102,12 @@ test('black hole 1 of 3: every GET completes through the others; the endpoint is
   const { servers, balancer, close } = await cluster({ requestTimeout: 3000, probe: { intervalMs: 1000, timeoutMs: 500 } });
   let ejectedAt = 0;
   balancer.on('eject', (e) => {
-    if (e.address === '127.0.0.3' && !ejectedAt) ejectedAt = Date.now();
+    if (e.address === '127.0.0.3' && !ejectedAt) ejectedAt = performance.now();
   });
+  const stalls = watchStalls();
   try {
     await load(60, 6, () => get(balancer));
-    const start = Date.now();
+    const start = performance.now();
     servers[1]!.blackhole();
     const results = await load(600, 10, async () => {
       await new Promise((r) => setTimeout(r, 5));
@@ -89,8 +119,15 @@ test('black hole 1 of 3: every GET completes through the others; the endpoint is
     );
     // Waits past the bound, so that a late ejection fails below with its time.
     await until(() => ejectedAt > 0, { what: 'the ejection' });
-    t.true(ejectedAt - start <= 1000 + 1000 * 1.2 + 500 + 500, `ejected after ${ejectedAt - start} ms`);
+    // The product's timers run late by our own stalls, and a probe timeout that a stall of a
+    // quarter of it (125 ms) explains is no verdict (OutcomeJudge.conclusiveTimeout): the next
+    // probe, up to 1.2 s later, decides. A quiet machine has neither, and the bound is the plain one.
+    const { total, over } = stalls.between(start, ejectedAt, 500 / 4);
+    const bound = 1000 + 1000 * 1.2 + 500 + 500 + total + over * (1000 * 1.2 + 500);
+    t.log(`ejected after ${Math.round(ejectedAt - start)} ms; our own stalls meanwhile ${Math.round(total)} ms, ${over} of them over 125 ms: bound ${Math.round(bound)} ms`);
+    t.true(ejectedAt - start <= bound, `ejected after ${Math.round(ejectedAt - start)} ms (bound ${Math.round(bound)})`);
   } finally {
+    stalls.close();
     await close();
   }
 });

@@ -14,10 +14,17 @@ export function spawnCli(args: readonly string[], options: { cwd?: string; env?:
   return spawn(process.execPath, [MAIN, ...args], { cwd: options.cwd, env: { ...process.env, NO_COLOR: '1', ...options.env } });
 }
 
+/**
+ * How long a CLI run may take by default: a hang's bound, not a speed check. A run loads the CLI
+ * from source (~2 s of CPU for `probe`, which loads @kubernetes/client-node); on a loaded machine,
+ * three such runs at once, under coverage, took over 30 s with nothing printed yet.
+ */
+export const CLI_TIMEOUT_MS = 90_000;
+
 /** Runs `kube-balancer <args>` to the end; killed (and the promise rejected) after `timeoutMs`. */
 export function runCli(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
   const child = spawnCli(args, options);
-  return finished(child, options.timeoutMs ?? 30_000, args);
+  return finished(child, options.timeoutMs ?? CLI_TIMEOUT_MS, args);
 }
 
 /** Collects a child's output until it exits. */
