@@ -8,7 +8,10 @@ import type { DemoSummary } from '../../src/cli/demo/summary.ts';
 import { runCli } from '../helpers/cli.ts';
 import { findAll, parseXml } from '../helpers/xml.ts';
 
-const SECONDS = 10;
+// 20 s, not 10: the summary's "after the restarts" window is the last quarter of the run, and on a
+// loaded machine 10 s left it 15 requests, none of them on the apiserver back from its restart
+// (seen in a fresh-clone CI run: 4/0/11), which made "every apiserver takes part again" a coin toss.
+const SECONDS = 20;
 
 test(`kube-balancer demo --duration ${SECONDS}s --json: across the rolling restart and the crash kube-balancer has no failed call and spreads evenly after; the one connection fails calls and ends on one apiserver; a valid chart`, async (t) => {
   t.timeout(240_000);
