@@ -13,11 +13,13 @@
 // process's user+system time (process.cpuUsage) over the requests completed; the servers and
 // haproxy run in other processes (haproxy's own CPU is read from /proc and shown apart).
 // Results: bench/results/compare.json, and a copy in bench/runs/ for `npm run bench:report`.
-// BENCH_ONLY=equal,slow and BENCH_CLIENTS=kube-balancer,haproxy limit a run; BENCH_TRACE=1 prints
-// where each cell's tail comes from (bench/trace.ts).
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// BENCH_ONLY=equal,slow and BENCH_CLIENTS=kube-balancer,haproxy limit a run (a client's whole name
+// picks it alone), BENCH_ROUNDS=n repeats each scenario's clients in turn; BENCH_TRACE=1 prints
+// where each cell's tail comes from (bench/trace.ts); BENCH_BASELINE adds another build (below).
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Agent, BalancedPool, Pool, interceptors, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { Haproxy } from '../fixtures/haproxy/Haproxy.ts';
@@ -31,6 +33,8 @@ const SLOTS = 4;
 const MS = Number(process.env.BENCH_MS ?? 3000);
 const WARMUP_MS = 500;
 const DEADLINE_MS = 3000;
+/** Each client's discarded cell that warms the process up before the first measured one. */
+const WARM_MS = Number(process.env.BENCH_WARM_MS ?? 1500);
 const tls = { ca: certs.ca, servername: APISERVER_NAME };
 
 interface Scenario {
@@ -69,8 +73,10 @@ interface Client {
   send: (signal: AbortSignal) => Promise<Answer>;
   close: () => Promise<void>;
   proxyPid?: number | undefined;
-  /** Hedged requests sent so far (kube-balancer). */
+  /** Hedged requests (and exploration copies) sent so far (kube-balancer). */
   hedges?: () => number;
+  /** Retries of every other reason so far (kube-balancer). */
+  retries?: () => number;
   /** Each endpoint's load factor and latency estimate (kube-balancer), for `BENCH_TRACE`. */
   weights?: () => string;
 }
@@ -86,12 +92,13 @@ const viaDispatcher = (dispatcher: Dispatcher, origin?: string) => async (signal
 
 const addresses = (servers: ServerProcess[]): string[] => servers.map((s, i) => `${HOSTS[i]}:${s.port}`);
 
-function kubeBalancer(policy?: Policy, hedge?: false): Make {
+function kubeBalancer(policy?: Policy, hedge?: false, create: typeof createBalancer = createBalancer): Make {
   return (servers) => {
     const origin = `https://${APISERVER_NAME}:6443`;
-    const balancer = createBalancer({ origin, target: `static:///${addresses(servers).join(',')}`, tls: { ca: certs.ca }, ...(policy ? { policy } : {}), ...(hedge === false ? { hedge } : {}) });
+    const balancer = create({ origin, target: `static:///${addresses(servers).join(',')}`, tls: { ca: certs.ca }, ...(policy ? { policy } : {}), ...(hedge === false ? { hedge } : {}) });
+    const retries = (): number => Object.entries(balancer.stats().totals.retries).reduce((sum, [reason, n]) => (reason === 'hedge' ? sum : sum + n), 0);
     const weights = (): string => balancer.endpoints().map((e) => `${e.loadFactor.toFixed(3)}@${e.latencyMs ?? '-'}`).join(' ');
-    return { send: viaDispatcher(balancer, origin), close: () => balancer.close(), hedges: () => balancer.stats().totals.retries.hedge, weights };
+    return { send: viaDispatcher(balancer, origin), close: () => balancer.close(), hedges: () => balancer.stats().totals.retries.hedge, retries, weights };
   };
 }
 
@@ -134,6 +141,15 @@ export const CLIENTS: Record<string, Make> = {
   'haproxy http leastconn': haproxy('http', 'leastconn'),
 };
 
+// BENCH_BASELINE=<another checkout>/src/index.ts: that build's default balancer as one more
+// contender, right after ours in every round (a branch against main in one run and one process).
+if (process.env.BENCH_BASELINE) {
+  const baseline = (await import(pathToFileURL(process.env.BENCH_BASELINE).href)) as { createBalancer: typeof createBalancer };
+  const entries = Object.entries(CLIENTS);
+  for (const name of Object.keys(CLIENTS)) delete CLIENTS[name];
+  for (const [name, make] of [entries[0]!, ['kube-balancer (baseline)', kubeBalancer(undefined, undefined, baseline.createBalancer)] as const, ...entries.slice(1)]) CLIENTS[name] = make;
+}
+
 /** Three servers on one port (interceptors.dns keeps the URL's port), retried if the port is taken elsewhere. */
 async function startServers(serviceMs: number[]): Promise<ServerProcess[]> {
   for (let tries = 1; ; tries++) {
@@ -144,6 +160,38 @@ async function startServers(serviceMs: number[]): Promise<ServerProcess[]> {
     await Promise.all([first, ...started].map((s) => s.stop()));
     if (tries >= 5) throw (rest.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
   }
+}
+
+/** What bench/server.ts's `/__stats` answers. */
+interface ServerStats {
+  served: number;
+  ms: number;
+  busyMs: number;
+  freeMs: number;
+  lateMs: number;
+  holds: number;
+  slots: number;
+}
+
+/**
+ * This process's CPU µs, the main thread's and the helpers' (/proc/self/task: V8's workers that
+ * compile and collect garbage, libuv's pool), less `since`; for BENCH_TRACE.
+ */
+function threadCpuUs(since: Record<string, number> = {}): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      // Every thread is called `node`: the main one is the one whose id is the process's.
+      const name = tid === String(process.pid) ? 'main' : 'helpers';
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10_000;
+    } catch {
+      // the thread ended
+    }
+  }
+  for (const name of Object.keys(out)) out[name] = out[name]! - (since[name] ?? 0);
+  return out;
 }
 
 /** User + system CPU of a process from /proc (clock ticks, 100 per second on Linux), in µs. */
@@ -167,16 +215,29 @@ export interface Row {
   p50: number;
   p99: number;
   max: number;
+  /** p99 of the answers' time held by the server, and of the rest (the wire and both processes' loops). */
+  heldP99?: number;
+  restP99?: number;
   /** This process's CPU µs per completed request. */
   cpuUs: number;
   proxyCpuUs: number | null;
   /** Share of the requests each server counted. */
   share: number[];
+  /**
+   * Each server's slots while measuring (bench/server.ts's `/__stats`): the part of the time they
+   * were held; the part they were free with nothing waiting (the client sent too little); and the
+   * mean ms each 20-ms service timer fired late (that server process's, or the machine's, delay).
+   */
+  busy?: number[];
+  free?: number[];
+  lateMs?: number[];
   /** Requests each server counted during the warm-up (a cold client's first 500 ms, 8 at once). */
   warmup: number[];
   /** kube-balancer: hedges sent while measuring, and those before the event (the steady state). */
   hedges?: number;
   hedgesBefore?: number;
+  /** kube-balancer: retries other than hedges while measuring. */
+  retries?: number;
 }
 
 async function measure(scenario: Scenario, name: string, make: Make): Promise<Row> {
@@ -184,29 +245,33 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
   const servers = await startServers(scenario.serviceMs);
   const client = await make(servers);
   const samples: Sample[] = [];
-  const counts = async (): Promise<number[]> =>
+  const counts = async (): Promise<ServerStats[]> =>
     Promise.all(
       servers.map(async (s, i) => {
-        if (s.child.exitCode !== null || s.child.signalCode !== null) return 0;
+        const none = { served: 0, ms: 0, busyMs: 0, freeMs: 0, lateMs: 0, holds: 0, slots: SLOTS };
+        if (s.child.exitCode !== null || s.child.signalCode !== null) return none;
         const pool = new Pool(`https://${HOSTS[i]}:${s.port}`, { connect: tls });
         try {
-          const res = await pool.request({ path: '/__count', method: 'GET', signal: AbortSignal.timeout(500) });
-          return Number(await res.body.text());
+          const res = await pool.request({ path: '/__stats', method: 'GET', signal: AbortSignal.timeout(500) });
+          return (await res.body.json()) as ServerStats;
         } catch {
-          return 0;
+          return none;
         } finally {
           await pool.destroy();
         }
       }),
     );
-  let served: number[] = [];
+  let served: ServerStats[] = [];
   let warmup: number[] = [];
   const ms = scenario.ms ?? MS;
   let hedgesAtStart = 0;
   let hedgesAtEvent = NaN;
   let hedgesAtEnd = 0;
+  let retriesAtStart = 0;
+  let retriesAtEnd = 0;
   let cpu: NodeJS.CpuUsage | undefined;
   let proxyCpu = NaN;
+  let threads: Record<string, number> = {};
   try {
     const one = async (record: boolean): Promise<void> => {
       const start = performance.now();
@@ -226,14 +291,16 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
     await Promise.all(Array.from({ length: Math.min(8, scenario.concurrency ?? 8) }, async () => {
       while (performance.now() < warmEnd) await one(false);
     }));
-    warmup = await counts();
+    warmup = (await counts()).map((c) => c.served);
     const start = performance.now();
     const end = start + ms;
     cpu = process.cpuUsage();
+    threads = threadCpuUs();
     trace?.begin(start, client.weights);
     proxyCpu = processCpuUs(client.proxyPid);
     let fired = false;
     hedgesAtStart = client.hedges?.() ?? 0;
+    retriesAtStart = client.retries?.() ?? 0;
     const fire = (): void => {
       if (!fired && scenario.event && performance.now() >= start + ms / 3) {
         fired = true;
@@ -265,8 +332,11 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
       await Promise.all(inFlight);
     }
     cpu = process.cpuUsage(cpu);
+    threads = threadCpuUs(threads);
     trace?.end(samples);
+    if (trace) console.log(`  CPU ms by thread: ${Object.entries(threads).filter(([, us]) => us > 0).map(([name, us]) => `${name} ${us / 1000}`).join(', ')}`);
     hedgesAtEnd = client.hedges?.() ?? 0;
+    retriesAtEnd = client.retries?.() ?? 0;
     proxyCpu = processCpuUs(client.proxyPid) - proxyCpu;
   } finally {
     served = await counts();
@@ -275,8 +345,14 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
   }
   const latencies = samples.map((s) => s.ms).sort((a, b) => a - b);
   const ok = samples.filter((s) => s.ok).length;
+  // Each answer's time split by bench/server.ts's `x-served`: held by the server (its queue and its
+  // service timer, late when its process was not run), and the rest (the wire, both event loops,
+  // TLS and HTTP/2 framing, the client's clock): where a tail comes from.
+  const answered = samples.filter((s) => s.ok && s.served !== '');
+  const heldMs = answered.map((s) => Number(s.served.split(' ')[1])).sort((a, b) => a - b);
+  const restMs = answered.map((s) => s.ms - Number(s.served.split(' ')[1])).sort((a, b) => a - b);
   const seconds = scenario.concurrency !== undefined ? ms / 1000 : samples.length / scenario.rate!;
-  const sum = served.reduce((a, b) => a + b, 0) || 1;
+  const sum = served.reduce((a, b) => a + b.served, 0) || 1;
   const round = (x: number): number => Math.round(x * 10) / 10;
   return {
     scenario: scenario.name,
@@ -286,12 +362,18 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
     throughput: Math.round((ok / seconds / scenario.ideal) * 1000) / 1000,
     p50: round(percentile(latencies, 0.5)),
     p99: round(percentile(latencies, 0.99)),
+    heldP99: round(percentile(heldMs, 0.99)),
+    restP99: round(percentile(restMs, 0.99)),
     max: round(latencies.at(-1) ?? 0),
     cpuUs: cpu ? round((cpu.user + cpu.system) / Math.max(1, samples.length)) : NaN,
     proxyCpuUs: Number.isNaN(proxyCpu) ? null : round(proxyCpu / Math.max(1, samples.length)),
-    share: served.map((n) => Math.round((1000 * n) / sum) / 1000),
+    share: served.map((c) => Math.round((1000 * c.served) / sum) / 1000),
+    busy: served.map((c) => (c.ms > 0 ? Math.round((1000 * c.busyMs) / (c.slots * c.ms)) / 1000 : 0)),
+    free: served.map((c) => (c.ms > 0 ? Math.round((1000 * c.freeMs) / (c.slots * c.ms)) / 1000 : 0)),
+    lateMs: served.map((c) => (c.holds > 0 ? Math.round((100 * c.lateMs) / c.holds) / 100 : 0)),
     warmup,
     ...(client.hedges ? { hedges: hedgesAtEnd - hedgesAtStart, hedgesBefore: (Number.isNaN(hedgesAtEvent) ? hedgesAtEnd : hedgesAtEvent) - hedgesAtStart } : {}),
+    ...(client.retries ? { retries: retriesAtEnd - retriesAtStart } : {}),
   };
 }
 
@@ -300,22 +382,36 @@ export async function run(): Promise<unknown> {
   const onlyClients = process.env.BENCH_CLIENTS?.split(',');
   const rows: Row[] = [];
   const startedAt = new Date().toISOString();
+  // BENCH_ROUNDS=n (investigations only, with BENCH_ONLY/BENCH_CLIENTS): each scenario's clients n
+  // times in turn, so that drift on the shared machine hits every contender alike.
+  const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
+  const picked = (name: string): boolean => !onlyClients || onlyClients.some((word) => word === name || (!(word in CLIENTS) && name.includes(word)));
+  // The process warms up first: every client picked runs a discarded cell of the equal servers. A
+  // fresh process spends CPU compiling and growing its heap for its first ~20 s (traced by thread:
+  // the main thread's µs per request fell 960 → 820 → 670 → 510 over its first cells, V8's helper
+  // threads' 270 → 70, whichever client ran), and the first cell of a run — always kube-balancer's —
+  // paid for all: 1,028–1,093 µs a request against 630–673 for the same code as the third cell,
+  // which on two shared cores also left less CPU to the servers' 20-ms timers.
+  if (process.env.BENCH_WARM !== '0') {
+    for (const [name, make] of Object.entries(CLIENTS)) if (picked(name)) await measure({ ...SCENARIOS[0]!, ms: WARM_MS }, name, make);
+  }
   for (const scenario of SCENARIOS) {
     if (onlyScenarios && !onlyScenarios.includes(scenario.name)) continue;
-    for (const [name, make] of Object.entries(CLIENTS)) {
-      if (onlyClients && !onlyClients.some((word) => name.includes(word))) continue;
+    for (const [name, make] of Array.from({ length: rounds }, () => Object.entries(CLIENTS)).flat()) {
+      // A word that is a client's whole name picks that client alone ('kube-balancer' is in three names).
+      if (!picked(name)) continue;
       const row = await measure(scenario, name, make);
       rows.push(row);
-      const hedged = row.hedges === undefined ? '' : `  hedges ${row.hedges} (${row.hedgesBefore} before the event)`;
-      console.log(`${scenario.name.padEnd(10)} ${name.padEnd(28)} ×ideal ${row.throughput.toFixed(3)}  p50 ${row.p50}  p99 ${row.p99}  max ${row.max} ms  failed ${row.failed}  cpu ${row.cpuUs} µs/req  share ${row.share.join('/')} (warm-up ${row.warmup.join('/')})${hedged}`);
+      const hedged = row.hedges === undefined ? '' : `  hedges ${row.hedges} (${row.hedgesBefore} before the event), retries ${row.retries}`;
+      console.log(`${scenario.name.padEnd(10)} ${name.padEnd(28)} ×ideal ${row.throughput.toFixed(3)}  p50 ${row.p50}  p99 ${row.p99}  max ${row.max} ms  failed ${row.failed}  cpu ${row.cpuUs} µs/req  held/rest p99 ${row.heldP99}/${row.restP99} ms  share ${row.share.join('/')} (warm-up ${row.warmup.join('/')})${hedged}  busy ${row.busy?.join('/')} free ${row.free?.join('/')} late ${row.lateMs?.join('/')} ms`);
     }
   }
-  console.log(table(rows.map((r) => ({ ...r, share: r.share.join('/'), warmup: r.warmup.join('/'), proxyCpuUs: r.proxyCpuUs ?? '-', hedges: r.hedges ?? '-', hedgesBefore: r.hedgesBefore ?? '-' }))));
+  console.log(table(rows.map((r) => ({ ...r, share: r.share.join('/'), busy: r.busy?.join('/') ?? '-', free: r.free?.join('/') ?? '-', lateMs: r.lateMs?.join('/') ?? '-', retries: r.retries ?? '-', warmup: r.warmup.join('/'), proxyCpuUs: r.proxyCpuUs ?? '-', hedges: r.hedges ?? '-', hedgesBefore: r.hedgesBefore ?? '-' }))));
   const cpus = os.cpus();
   const result = {
     startedAt,
     machine: { cpu: cpus[0]?.model ?? 'unknown', cores: cpus.length, node: process.version, loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100) },
-    settings: { ms: MS, warmupMs: WARMUP_MS, deadlineMs: DEADLINE_MS, slots: SLOTS },
+    settings: { ms: MS, warmupMs: WARMUP_MS, deadlineMs: DEADLINE_MS, slots: SLOTS, processWarmMs: process.env.BENCH_WARM === '0' ? 0 : WARM_MS },
     rows,
   };
   // Every run is also kept in bench/runs/ (committed), which `npm run bench:report` turns into BENCHMARKS.md.

@@ -75,6 +75,14 @@ export function report(runs: Run[]): string {
     '  concurrency 1.',
     '  **proxy µs/req**: haproxy\'s own CPU time per request (from /proc, 10-ms ticks), paid on top.',
     '- **share**: the part of the requests each server counted (server 0 is the one that fails).',
+    '- **servers free**: the largest part of the time any server had slots free with nothing waiting',
+    '  (bench/server.ts counts it): saturated, that is throughput lost to the client — its picks or its',
+    '  own CPU — not to the servers. **timers late**: the most, over the servers, that their service',
+    '  timers fired late on average (ms): the machine\'s share of the loss, for every client alike.',
+    '  **p99 held / rest**: of the answers\' times, the 99th percentile of what the server held (its queue',
+    '  and its timer, from its `x-served` header) and of the rest (the wire, both processes\' event loops).',
+    '',
+    ...findings(),
     '',
     'Clients: `kube-balancer` (default policy, `weighted-round-robin`; probes and hedged GETs on), `kube-balancer',
     'least-request`, `kube-balancer hedge: false` (the default without hedging); `undici Pool (one server)` (pinned to server 0, no discovery); `undici BalancedPool`',
@@ -107,12 +115,16 @@ export function report(runs: Run[]): string {
   lines.push('', ...simulated(), '');
   for (const scenario of scenarios) {
     lines.push(`## ${scenario}`, '', SCENARIOS[scenario] ?? '', '');
-    lines.push('| client | throughput ÷ ideal | p50 ms | p99 ms | max ms | failed | CPU µs/req | proxy µs/req | share |', '|---|---|---|---|---|---|---|---|---|');
+    lines.push(
+      '| client | throughput ÷ ideal | p50 ms | p99 ms | max ms | failed | CPU µs/req | proxy µs/req | share | servers free | timers late ms | p99 held / rest ms |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    );
     for (const client of clients) {
       const rows = runs.map((run) => find(run, scenario, client));
       if (rows.every((r) => r === undefined)) continue;
+      const most = (values: number[] | undefined): number | undefined => (values && values.length > 0 ? Math.max(...values) : undefined);
       lines.push(
-        `| ${client} | ${cell(rows.map((r) => r?.throughput))} | ${cell(rows.map((r) => r?.p50))} | ${cell(rows.map((r) => r?.p99))} | ${cell(rows.map((r) => r?.max))} | ${cell(rows.map((r) => r?.failed))} | ${cell(rows.map((r) => r?.cpuUs))} | ${cell(rows.map((r) => r?.proxyCpuUs))} | ${cell(rows.map((r) => r?.share.join(':')))} |`,
+        `| ${client} | ${cell(rows.map((r) => r?.throughput))} | ${cell(rows.map((r) => r?.p50))} | ${cell(rows.map((r) => r?.p99))} | ${cell(rows.map((r) => r?.max))} | ${cell(rows.map((r) => r?.failed))} | ${cell(rows.map((r) => r?.cpuUs))} | ${cell(rows.map((r) => r?.proxyCpuUs))} | ${cell(rows.map((r) => r?.share.join(':')))} | ${cell(rows.map((r) => most(r?.free)))} | ${cell(rows.map((r) => most(r?.lateMs)))} | ${cell(rows.map((r) => (r?.heldP99 === undefined ? undefined : `${r.heldP99}·${r.restP99}`)))} |`,
       );
     }
     const throughput = `${scenario}-throughput.svg`;
@@ -128,6 +140,52 @@ export function report(runs: Run[]): string {
   writeFileSync(join(chartsDir, 'cpu.svg'), barChart({ title: 'equal servers: client CPU µs per request', labels: clients, series: series('equal', (r) => r.cpuUs), unit: ' µs' }));
   lines.push('## CPU per request', '', 'Equal servers, saturated: the client process\'s CPU time per request (proxy CPU not included).', '', '![CPU per request](bench/charts/cpu.svg)', '');
   return lines.join('\n');
+}
+
+/** What decides the equal-servers figure and the slow-light p99 (issue 14, item 1), measured. */
+function findings(): string[] {
+  return [
+    '## Where the last per cent and the last milliseconds go',
+    '',
+    '**Equal servers, saturated.** Counted in the cells (`npm run bench -- compare` with `BENCH_ONLY=equal`,',
+    '`BENCH_ROUNDS`, `BENCH_TRACE`): no hedge, exploration copy or retry fires there on a quiet machine',
+    '(0 in every run; a few, 0–6 in 1,500 requests, at load 9–14), so hedging costs that figure nothing. Three',
+    'things did:',
+    '',
+    '1. *The servers\' timers.* The figure is mostly Σ slots × busy ÷ (20 ms + how late each timer fires):',
+    '   a Node timer fires on the loop\'s millisecond clock, 0.5–0.9 ms after its delay here even on a',
+    '   quiet machine, which took 2.5–4.5 % off every client\'s figure (at load 7–12: 3–7 ms, 15–35 %) — the',
+    '   machine\'s, not the client\'s. The bench servers now set the timer earlier by their own mean lateness',
+    '   (at most 1.5 ms, so a stretched timer stays stretched: 0.2–1.1 ms late in one run at load 9, 2–6 ms in',
+    '   the next). The scenario is unchanged (a 20-ms server holds 20 ms); *timers late* shows what is left.',
+    '2. *The order of the cells.* A fresh process spends CPU compiling and growing its heap for ~20 s: the',
+    '   client\'s main thread fell 960 → 820 → 670 → 510 ms per cell over its first six cells, V8\'s helper',
+    '   threads 270 → 70 ms, whichever client ran (`BENCH_TRACE` prints both). kube-balancer\'s equal cell was',
+    '   the first of every run (1,028–1,093 µs a request; `hedge: false` third 630–673; the default itself',
+    '   441–449 in later rounds of one run), and on two shared cores the servers\' timers paid for it. Every',
+    '   client now runs a discarded 1.5-s cell first.',
+    '3. *The load factor on a busy machine.* Quiet, the shares stayed exact thirds (the factors at 1). Busy',
+    '   (load 9), one server process made slower (its timers 7.2 ms late, the others 2.6–3.1) lost more share',
+    '   than its capacity (26 %, and its slots free 31 % of the time with nothing waiting): the estimate falls',
+    '   over ~1 s after the queue has drained. The simulation shows it without noise (20/20/22 ms: 0.957 of the',
+    '   capacities, least-request 0.985); a cost that also reads the in-flight count now takes that back',
+    '   (0.986; README, *Load-aware weights*).',
+    '',
+    'Left on a busy machine: the client\'s own CPU per request (kube-balancer 1.04–1.3× BalancedPool\'s in',
+    'these cells, `hedge: false` in between) — when the machine leaves the client less than its share of a',
+    'core, its slots downstream idle (*servers free* with even shares) and the p99 *rest* grows; and the',
+    'client process descheduled mid-GC (collections of 70–100 ms at load 9).',
+    '',
+    '**The light-load noise floor** (a Pool to one 20-ms server, no balancer: p99 25.6–31.7 ms in quiet runs).',
+    'Each of the three servers is its own process (no shared event loop). Split by `x-served` (load ~11): the',
+    'server held the p99 request 33–41 ms (its 20 ms, a timer fired late when its process was not run, and',
+    'now and then a queue: one server takes all 110 req/s on 4 slots, and a client stall sends a burst), the',
+    'rest was 28–34 ms (the client\'s loop: 17 ms p99 loop delay, GC). Both halves are the machine\'s',
+    'scheduling: the median rest is 2–3 ms. That floor is not quite the balancer\'s: a balancer spreads the',
+    'same load over two fast servers (half the queueing), so it can be a little under the floor (runs 1 and 3);',
+    'what the product adds is a caller waiting on the slow server — 0–2 in 1,100 requests with exploration',
+    'copies (the slow server\'s 0.6–1.6 % share is copies), i.e. below the p99 rank.',
+  ];
 }
 
 /**

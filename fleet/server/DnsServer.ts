@@ -14,11 +14,9 @@ export interface DnsServerConfig {
    * probe (kubeadm: every 1 s, 3 failures) and the EndpointSlice reaching CoreDNS.
    */
   publishDelayMs: number;
-  /** Answer time, ms. */
-  latencyMs: number;
 }
 
-export const defaultDns: DnsServerConfig = { ttl: 5, publishDelayMs: 3_000, latencyMs: 1 };
+export const defaultDns: DnsServerConfig = { ttl: 5, publishDelayMs: 3_000 };
 
 /**
  * The cluster DNS serving `kubernetes-headless` as CoreDNS would: one SRV record per ready

@@ -78,6 +78,11 @@ export class Hedging {
   /** The sweep due now was put off once, so that what our stall left unread is read first. */
   #deferred = false;
   readonly #wins = new WeakMap<Endpoint, number>();
+  /**
+   * Entries `lost` put in `#wins` and `heard` has not taken out (an endpoint collected meanwhile
+   * leaves one counted): while none, an answer costs no look-up there.
+   */
+  #winners = 0;
   /** Hedges sent, for stats. */
   hedges = 0;
 
@@ -187,12 +192,13 @@ export class Hedging {
    */
   heard(endpoint: Endpoint, now: number): void {
     endpoint.lastAnswerAt = now;
-    this.#wins.delete(endpoint);
+    if (this.#winners > 0 && this.#wins.delete(endpoint)) this.#winners--;
   }
 
   /** A hedge won against an attempt on `endpoint`. */
   lost(endpoint: Endpoint): void {
     const wins = (this.#wins.get(endpoint) ?? 0) + 1;
+    if (wins === 1) this.#winners++;
     this.#wins.set(endpoint, wins);
     // Asked again at every further win until the endpoint answers: the verdict may be held back once.
     if (wins >= WINS_TO_SILENCE && this.#clock.now() - endpoint.lastAnswerAt >= this.silenceMs) this.#silent(endpoint);

@@ -9,6 +9,11 @@ export interface KnownOrigin {
   readonly balanced: boolean;
   route: Route | undefined;
   legacyRoute: Route | undefined;
+  /**
+   * The headers of a request that brings none: its Host alone, one frozen object shared by them all
+   * (undici's Request only reads it).
+   */
+  hostOnly: DispatchOptions['headers'] | undefined;
 }
 
 /** Each cache holds at most this many origins: a client talks to a handful. */
@@ -48,7 +53,7 @@ export class Origins {
     let known = this.#known.get(key);
     if (!known) {
       const url = typeof origin === 'string' ? new URL(origin) : origin;
-      known = { url, balanced: this.balances(url), route: undefined, legacyRoute: undefined };
+      known = { url, balanced: this.balances(url), route: undefined, legacyRoute: undefined, hostOnly: undefined };
       if (this.#known.size >= MAX_ORIGINS) this.#known.clear();
       this.#known.set(key, known);
     }

@@ -42,6 +42,11 @@ export class LatencyEstimate {
    * endpoint's was, a black hole's were given up on.
    */
   answered = false;
+  /**
+   * Moving average of the timed requests in flight (itself included) when each sample ended, with
+   * the same weights as `value`: the queue its latency was measured at (see `reweigh`). NaN before the first.
+   */
+  load = NaN;
   /** Since when requests have been in flight with none finishing: the last end, or the start that ended an idle spell. */
   #waitingSince = 0;
   /** Clock time of the first sample. */
@@ -59,6 +64,7 @@ export class LatencyEstimate {
    * where it raises the estimate — a fast failure must never make an endpoint look fast.
    */
   end(now: number, ms: number, censored: boolean): void {
+    const seen = this.inFlight;
     if (this.inFlight > 0) this.inFlight--;
     this.#waitingSince = now;
     this.answered = !censored;
@@ -67,6 +73,7 @@ export class LatencyEstimate {
     if (value !== value) {
       if (!censored) {
         this.value = ms;
+        this.load = seen;
         this.sampledAt = now;
         this.#firstAt = now;
       }
@@ -75,6 +82,7 @@ export class LatencyEstimate {
     if (censored && ms <= value) return;
     const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (ms > value || now - this.#firstAt < LEARN_MS ? RISE_MS : FALL_MS));
     this.value = value + weight * (ms - value);
+    if (!censored) this.load += weight * (seen - this.load);
     this.sampledAt = now;
   }
 
