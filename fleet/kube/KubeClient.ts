@@ -33,7 +33,7 @@ interface SimOptions extends DispatchOptions {
 
 const ORIGIN = 'https://kubernetes.default.svc';
 // Its key in the format of `Origins.route` (origin, verification name, SNI, protocol).
-const ROUTE: Route = { key: 'https://kubernetes.default.svc kubernetes.default.svc kubernetes.default.svc h2', protocol: 'https:', host: 'kubernetes.default.svc', verification: { name: 'kubernetes.default.svc', sni: 'kubernetes.default.svc' }, http1Only: false };
+const ROUTE: Route = { key: 'https://kubernetes.default.svc kubernetes.default.svc kubernetes.default.svc h2', protocol: 'https:', host: 'kubernetes.default.svc', hostHeaders: { host: 'kubernetes.default.svc' }, verification: { name: 'kubernetes.default.svc', sni: 'kubernetes.default.svc' }, http1Only: false };
 const METHOD = { get: 'GET', list: 'GET', watch: 'GET', write: 'PUT' } as const;
 const PATH = { get: '/api/v1/namespaces/default/configmaps/x', list: '/api/v1/pods', watch: '/api/v1/pods?watch=true', write: '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/x' } as const;
 

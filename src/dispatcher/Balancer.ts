@@ -257,7 +257,7 @@ export class Balancer extends undici.Dispatcher {
     // response headers. `bodyTimeout` is listed so that BalancedRequest's write of it adds no key.
     const own: DispatchOptions = {
       ...opts,
-      headers: opts.headers == null ? (origin.hostOnly ??= Object.freeze({ host: route.host })) : withHost(opts.headers, route.host),
+      headers: withHost(opts.headers, route.host, route.hostHeaders),
       servername: route.verification.sni || opts.servername,
       headersTimeout: longRunning ? opts.headersTimeout : (opts.headersTimeout ?? this.#options.requestTimeout),
       bodyTimeout: opts.bodyTimeout,

@@ -9,11 +9,6 @@ export interface KnownOrigin {
   readonly balanced: boolean;
   route: Route | undefined;
   legacyRoute: Route | undefined;
-  /**
-   * The headers of a request that brings none: its Host alone, one frozen object shared by them all
-   * (undici's Request only reads it).
-   */
-  hostOnly: DispatchOptions['headers'] | undefined;
 }
 
 /** Each cache holds at most this many origins: a client talks to a handful. */
@@ -53,7 +48,7 @@ export class Origins {
     let known = this.#known.get(key);
     if (!known) {
       const url = typeof origin === 'string' ? new URL(origin) : origin;
-      known = { url, balanced: this.balances(url), route: undefined, legacyRoute: undefined, hostOnly: undefined };
+      known = { url, balanced: this.balances(url), route: undefined, legacyRoute: undefined };
       if (this.#known.size >= MAX_ORIGINS) this.#known.clear();
       this.#known.set(key, known);
     }
@@ -70,7 +65,7 @@ export class Origins {
     if (!route) {
       const verification = verificationFor(origin, this.#tls.current);
       const key = `${origin.protocol}//${origin.host} ${verification.name} ${verification.sni ?? '-'} ${legacy ? 'h1' : 'h2'}`;
-      route = { key, protocol: origin.protocol, host: origin.host, verification, http1Only: legacy };
+      route = { key, protocol: origin.protocol, host: origin.host, hostHeaders: Object.freeze({ host: origin.host }), verification, http1Only: legacy };
       if (routes.size >= MAX_ORIGINS) routes.clear();
       routes.set(origin.origin, route);
     }

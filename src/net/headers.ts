@@ -10,10 +10,12 @@ export type HeadersSource = Record<string, string> | (() => Record<string, strin
 
 /**
  * Returns the request headers with `host` set to the original authority, unless the caller set one.
- * Accepts every shape undici accepts: a flat array, an iterable of pairs, or a plain object.
+ * Accepts every shape undici accepts: a flat array, an iterable of pairs, or a plain object. `alone`
+ * is what no headers at all become: a caller that sends many such requests passes one shared
+ * `{ host }` instead of a new object each.
  */
-export function withHost(headers: Headers, host: string): Headers {
-  if (headers == null) return { host };
+export function withHost(headers: Headers, host: string, alone: Headers = { host }): Headers {
+  if (headers == null) return alone;
   if (Array.isArray(headers)) {
     const flat = headers;
     for (let i = 0; i < flat.length; i += 2) if (isHost(flat[i])) return headers;

@@ -79,6 +79,8 @@ export interface Route {
   readonly key: string;
   readonly protocol: string;
   readonly host: string;
+  /** The headers of a request that brings none: `host` alone, one frozen object for every such request (undici only reads it). */
+  readonly hostHeaders: Readonly<Record<string, string>>;
   readonly verification: Verification;
   readonly http1Only: boolean;
 }

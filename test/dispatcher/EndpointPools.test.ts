@@ -31,7 +31,7 @@ class CountingPool {
 
 function route(i: number, legacy = false): Route {
   const host = `o${i}.example.test:443`;
-  return { key: `https://${host} kubernetes - ${legacy ? 'h1' : 'h2'}`, protocol: 'https:', host, verification: { name: 'kubernetes', sni: 'kubernetes' }, http1Only: legacy };
+  return { key: `https://${host} kubernetes - ${legacy ? 'h1' : 'h2'}`, protocol: 'https:', host, hostHeaders: { host }, verification: { name: 'kubernetes', sni: 'kubernetes' }, http1Only: legacy };
 }
 
 test('20k distinct routes on 3 endpoints keep at most 8 pools per endpoint open; the same route by value reuses its pool', async (t) => {

@@ -10,7 +10,7 @@ import type { Route } from '../../src/net/tls.ts';
 import { Totals } from '../../src/observability/stats.ts';
 import type { FakeClock } from './FakeClock.ts';
 
-export const ROUTE: Route = { key: 'https://kubernetes.default.svc kubernetes.default.svc kubernetes.default.svc h2', protocol: 'https:', host: 'kubernetes.default.svc', verification: { name: 'kubernetes.default.svc', sni: 'kubernetes.default.svc' }, http1Only: false };
+export const ROUTE: Route = { key: 'https://kubernetes.default.svc kubernetes.default.svc kubernetes.default.svc h2', protocol: 'https:', host: 'kubernetes.default.svc', hostHeaders: { host: 'kubernetes.default.svc' }, verification: { name: 'kubernetes.default.svc', sni: 'kubernetes.default.svc' }, http1Only: false };
 
 /** The host's limits and parts that do not vary between these tests (3 attempts, 1 KiB replayed and held). */
 export function hostParts(clock: FakeClock, budget: RetryBudget, hedging: Hedging | undefined) {

@@ -4,6 +4,9 @@ import { withHost } from '../../src/net/headers.ts';
 test('adds host to every header shape undici accepts', (t) => {
   t.deepEqual(withHost(null, 'a:1'), { host: 'a:1' });
   t.deepEqual(withHost(undefined, 'a:1'), { host: 'a:1' });
+  const alone = Object.freeze({ host: 'a:1' });
+  t.is(withHost(null, 'a:1', alone), alone, 'no headers: the shared object the caller passes');
+  t.deepEqual(withHost({ accept: 'x' }, 'a:1', alone), { accept: 'x', host: 'a:1' });
   t.deepEqual(withHost({ accept: 'x' }, 'a:1'), { accept: 'x', host: 'a:1' });
   t.deepEqual(withHost(['accept', 'x'], 'a:1'), ['accept', 'x', 'host', 'a:1']);
   t.deepEqual(withHost(new Map([['accept', 'x']]), 'a:1'), ['accept', 'x', 'host', 'a:1']);
