@@ -4,11 +4,9 @@
 // without them those GETs would wait for their 20-s request timeout.
 import diagnostics_channel from 'node:diagnostics_channel';
 import test from 'ava';
-import { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
-import { certs } from '../../fixtures/certs/index.ts';
-import type { PickMessage, RetryMessage } from '../../src/observability/channels.ts';
-import { createBalancer } from '../../src/index.ts';
-import { createConfigMaps, getConfigMap } from '../helpers/configMaps.ts';
+import type { RetryMessage } from '../../src/observability/channels.ts';
+import { configMapCluster } from '../helpers/configMaps.ts';
+import { firstPicks } from '../helpers/firstPicks.ts';
 import { load } from '../helpers/load.ts';
 
 const WARM_UP = 400;
@@ -16,27 +14,18 @@ const ACROSS = 200;
 const REQUEST_TIMEOUT = 20_000;
 
 test('a black hole costs no GET its ejection: every GET caught there is hedged elsewhere and succeeds, the hole is ejected by hedges alone or gets no more GETs, nothing is left hanging on it', async (t) => {
-  const cluster = await ApiserverCluster.start();
-  createConfigMaps(cluster, WARM_UP + ACROSS);
-  const origin = `https://kubernetes.default.svc:${cluster.port}`;
-  const balancer = createBalancer({ origin, target: cluster.target, tls: { ca: certs.ca }, probe: false, pingInterval: 0, requestTimeout: REQUEST_TIMEOUT, hedge: {} });
+  const { cluster, balancer, get, close } = await configMapCluster(WARM_UP + ACROSS, () => ({ probe: false, requestTimeout: REQUEST_TIMEOUT, hedge: {} }));
   const hole = cluster.instances[0]!;
   // Where each GET (one ConfigMap each, so its path names it) went first, and which were hedged.
-  const firstTo = new Map<string, string>();
+  const { picks: firstTo, stop: stopPicks } = firstPicks(balancer, (m) => m.endpoint.key);
   const hedged = new Map<string, string>();
-  const onPick = (message: unknown): void => {
-    const m = message as PickMessage;
-    if (m.balancer === balancer && m.attempt === 1) firstTo.set(m.request.path, m.endpoint.key);
-  };
   const onRetry = (message: unknown): void => {
     const m = message as RetryMessage;
     if (m.balancer === balancer && m.reason === 'hedge') hedged.set(m.request.path, m.from.key);
   };
-  diagnostics_channel.subscribe('kube-balancer:pick', onPick);
   diagnostics_channel.subscribe('kube-balancer:retry', onRetry);
   const ejected: string[] = [];
   balancer.on('eject', (e, reason) => ejected.push(`${e.key} ${reason}`));
-  const get = (i: number): Promise<number> => getConfigMap(cluster, origin, balancer, i);
   try {
     // One load throughout: the hole opens under it, with GETs in flight there (some sent before the
     // last answer from there, which a hedge must not wait on forever).
@@ -67,9 +56,8 @@ test('a black hole costs no GET its ejection: every GET caught there is hedged e
     // 2 % of the requests earned, plus what a start earns up front (100): never more, whatever the load.
     t.true(steady.retries.hedge <= steady.requests * 0.02 + 100, 'hedges in the healthy warm-up within the earned share');
   } finally {
-    diagnostics_channel.unsubscribe('kube-balancer:pick', onPick);
+    stopPicks();
     diagnostics_channel.unsubscribe('kube-balancer:retry', onRetry);
-    await balancer.close();
-    await cluster.close();
+    await close();
   }
 });

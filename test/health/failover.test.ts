@@ -1,11 +1,10 @@
-import diagnostics_channel from 'node:diagnostics_channel';
 import test from 'ava';
 import * as undici from 'undici';
 import { certs } from '../../fixtures/certs/index.ts';
 import { sendJson, startServers, staticTarget } from '../../fixtures/server/TestServer.ts';
 import { BalancerError, createBalancer } from '../../src/index.ts';
-import type { PickMessage } from '../../src/observability/channels.ts';
 import { cluster, get, ORIGIN } from '../helpers/balancer.ts';
+import { firstPicks } from '../helpers/firstPicks.ts';
 import { load } from '../helpers/load.ts';
 import { until } from '../helpers/poll.ts';
 import { watchStalls } from '../helpers/stalls.ts';
@@ -62,14 +61,9 @@ test('crash 1 of 3 during POSTs: nothing unsent fails, nothing is created twice,
   // saw the crashed server's connection close: until then a POST picked there is written to a
   // connection that is already gone, and is lost. On a busy machine the close is read late and
   // more than the 20 in flight at the crash were caught so (seen: 25).
-  const firstTo = new Map<string, { key: string; beforeClose: boolean }>();
   let crashing = false;
   let closeSeen = false;
-  const onPick = (message: unknown): void => {
-    const m = message as PickMessage;
-    if (m.balancer === balancer && m.attempt === 1) firstTo.set(m.request.path, { key: m.endpoint.key, beforeClose: !closeSeen });
-  };
-  diagnostics_channel.subscribe('kube-balancer:pick', onPick);
+  const { picks: firstTo, stop: stopPicks } = firstPicks(balancer, (m) => ({ key: m.endpoint.key, beforeClose: !closeSeen }));
   (balancer as undici.Dispatcher).on('disconnect', (origin) => {
     if (crashing && origin.host === crashed.authority) closeSeen = true;
   });
@@ -102,7 +96,7 @@ test('crash 1 of 3 during POSTs: nothing unsent fails, nothing is created twice,
     t.is(results.filter((r) => r.value === 201).length + failed.length, 1200);
     for (let i = 0; i < 1200; i++) if (results[i]?.value === 201) t.is(received.get(JSON.stringify({ id: i })), 1);
   } finally {
-    diagnostics_channel.unsubscribe('kube-balancer:pick', onPick);
+    stopPicks();
     await close();
   }
 });

@@ -5,10 +5,7 @@
 // anything. Only the watch (a look every 250 ms, an out-of-turn probe with its 1-s timeout) can
 // eject it before the GETs' 20-s request timeout.
 import test from 'ava';
-import { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
-import { certs } from '../../fixtures/certs/index.ts';
-import { createBalancer } from '../../src/index.ts';
-import { createConfigMaps, getConfigMap } from '../helpers/configMaps.ts';
+import { configMapCluster } from '../helpers/configMaps.ts';
 import { load } from '../helpers/load.ts';
 
 const WARM_UP = 300;
@@ -21,22 +18,14 @@ const REQUEST_TIMEOUT = 20_000;
 const BOUND_MS = 5_000;
 
 test('a black hole is found with nothing hedging and no answer coming: the stall watch probes it at once, it is ejected as unreachable, every GET succeeds well within its timeout', async (t) => {
-  const cluster = await ApiserverCluster.start();
-  createConfigMaps(cluster, WARM_UP + ACROSS);
-  const origin = `https://kubernetes.default.svc:${cluster.port}`;
-  const balancer = createBalancer({
-    origin,
-    target: cluster.target,
-    tls: { ca: certs.ca },
+  const { cluster, balancer, get, close } = await configMapCluster(WARM_UP + ACROSS, (cluster) => ({
     hedge: false,
-    pingInterval: 0,
     requestTimeout: REQUEST_TIMEOUT,
     probe: { intervalMs: 3_600_000, headers: cluster.authHeaders },
-  });
+  }));
   const hole = cluster.instances[0]!;
   const ejected: Array<{ key: string; reason: string; at: number }> = [];
   balancer.on('eject', (e, reason) => ejected.push({ key: e.key, reason, at: performance.now() }));
-  const get = (i: number): Promise<number> => getConfigMap(cluster, origin, balancer, i);
   try {
     let holedAt = 0;
     const all = await load(WARM_UP + ACROSS, 12, (i) => {
@@ -61,7 +50,6 @@ test('a black hole is found with nothing hedging and no answer coming: the stall
     t.true(slowest < BOUND_MS, `the slowest GET took ${Math.round(slowest)} ms (bound ${BOUND_MS}; without the watch, ~${REQUEST_TIMEOUT})`);
     t.is(balancer.stats().totals.retries.timeout, 0, 'no GET waited for its request timeout');
   } finally {
-    await balancer.close();
-    await cluster.close();
+    await close();
   }
 });
