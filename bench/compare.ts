@@ -19,12 +19,11 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Agent, BalancedPool, Pool, interceptors, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { Haproxy } from '../fixtures/haproxy/Haproxy.ts';
 import { createBalancer, type Policy } from '../src/index.ts';
-import { percentile, startServerProcess, table, writeResults, type ServerProcess } from './lib.ts';
+import { importBuild, percentile, startServerProcess, table, writeResults, type ServerProcess } from './lib.ts';
 import { Trace, type Sample } from './trace.ts';
 
 const HOSTS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
@@ -144,7 +143,7 @@ export const CLIENTS: Record<string, Make> = {
 // BENCH_BASELINE=<another checkout>/src/index.ts: that build's default balancer as one more
 // contender, right after ours in every round (a branch against main in one run and one process).
 if (process.env.BENCH_BASELINE) {
-  const baseline = (await import(pathToFileURL(process.env.BENCH_BASELINE).href)) as { createBalancer: typeof createBalancer };
+  const baseline = await importBuild(process.env.BENCH_BASELINE);
   const entries = Object.entries(CLIENTS);
   for (const name of Object.keys(CLIENTS)) delete CLIENTS[name];
   for (const [name, make] of [entries[0]!, ['kube-balancer (baseline)', kubeBalancer(undefined, undefined, baseline.createBalancer)] as const, ...entries.slice(1)]) CLIENTS[name] = make;

@@ -6,14 +6,13 @@
 // each ratio with its 95 % bootstrap interval; BENCH_CPU_ONLY=1 runs it alone. BENCH_CPU_BASELINE=<another checkout>/src/index.ts adds that build's
 // balancer as a fourth contender in the same rounds (a branch against main in one process: on a shared
 // machine far steadier than two runs), e.g. after `git worktree add /tmp/main main`.
-import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { fetch, Pool, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { seeded } from '../fleet/sim/random.ts';
 import { createBalancer, type BalancerOptions } from '../src/index.ts';
-import { compare, median, startServerProcess, table, writeResults } from './lib.ts';
+import { compare, importBuild, median, startServerProcess, table, writeResults } from './lib.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const PATH = '/api/v1/namespaces/default/configmaps/bench';
@@ -88,7 +87,7 @@ async function cpuPhase(): Promise<unknown> {
   const server = await startServerProcess('127.0.0.2', 'h2');
   const rows: Array<Record<string, number | string>> = [];
   const results: unknown[] = [];
-  const other = CPU_BASELINE ? ((await import(pathToFileURL(CPU_BASELINE).href)) as { createBalancer: typeof createBalancer }) : undefined;
+  const other = CPU_BASELINE ? await importBuild(CPU_BASELINE) : undefined;
   const url = `${ORIGIN}${PATH}`;
   try {
     for (const concurrency of CPU_CONCURRENCY) {

@@ -2,6 +2,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
+import { pathToFileURL } from 'node:url';
+import type { createBalancer } from '../src/index.ts';
 
 export interface RunResult {
   requests: number;
@@ -144,4 +146,9 @@ export function table(rows: Array<Record<string, string | number>>): string {
   const widths = keys.map((k) => Math.max(k.length, ...rows.map((r) => String(r[k]).length)));
   const line = (cells: string[]): string => cells.map((c, i) => c.padStart(widths[i] ?? 0)).join('  ');
   return [line(keys), ...rows.map((r) => line(keys.map((k) => String(r[k]))))].join('\n');
+}
+
+/** Another build's `createBalancer` (`<another checkout>/src/index.ts`), to measure it beside this one in the same process and rounds. */
+export async function importBuild(indexTs: string): Promise<{ createBalancer: typeof createBalancer }> {
+  return (await import(pathToFileURL(indexTs).href)) as { createBalancer: typeof createBalancer };
 }
