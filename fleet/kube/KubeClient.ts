@@ -2,6 +2,7 @@ import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../../src/balancer/Endpoint.ts';
 import { EndpointSet } from '../../src/balancer/EndpointSet.ts';
 import type { Policy } from '../../src/balancer/Picker.ts';
+import { AttemptAccounts } from '../../src/dispatcher/AttemptAccounts.ts';
 import { BalancedRequest } from '../../src/dispatcher/BalancedRequest.ts';
 import { BodyTimers } from '../../src/dispatcher/BodyTimer.ts';
 import type { RequestHost } from '../../src/dispatcher/RequestHost.ts';
@@ -9,7 +10,6 @@ import { RetryBudget } from '../../src/dispatcher/RetryBudget.ts';
 import { WatchRebalancer } from '../../src/dispatcher/WatchRebalancer.ts';
 import { HealthTracker } from '../../src/health/HealthTracker.ts';
 import { OutcomeJudge } from '../../src/health/OutcomeJudge.ts';
-import { measuresServing } from '../../src/health/outcome.ts';
 import { Prober } from '../../src/health/Prober.ts';
 import { StallWatch } from '../../src/health/StallWatch.ts';
 import { Totals } from '../../src/observability/stats.ts';
@@ -145,7 +145,7 @@ export class KubeClient implements Transport {
     const set = this.#set;
     const health = this.#health;
     const rebalancer = this.#rebalancer;
-    const stallWatch = this.#stallWatch;
+    const accounts = new AttemptAccounts(set, this.#judge, this.#stallWatch, this.#clock);
     return {
       maxAttempts: defaultOptions.maxAttempts,
       maxReplayBytes: defaultOptions.maxBufferedBody,
@@ -167,23 +167,8 @@ export class KubeClient implements Transport {
         return set.pick(PICK_SHORT);
       },
       send: (endpoint, _route, opts, handler) => this.#sendAttempt(endpoint, opts as SimOptions, handler),
-      attemptStarted: (endpoint, longRunning, request) => {
-        endpoint.inFlight++;
-        endpoint.requests++;
-        if (longRunning) endpoint.streams++;
-        if (!(request instanceof BalancedRequest && request.timed)) return NaN;
-        const now = set.timedStart(endpoint);
-        stallWatch.started(now);
-        return now;
-      },
-      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => {
-        endpoint.inFlight--;
-        if (longRunning) endpoint.streams--;
-        this.#judge.judge(endpoint, outcome);
-        if (longRunning) return;
-        set.shortEnded(endpoint, startedAt, !measuresServing(outcome));
-        if (startedAt === startedAt) stallWatch.ended(this.#clock.now());
-      },
+      attemptStarted: (endpoint, longRunning, request, _attempt, sentAt) => accounts.started(endpoint, longRunning, request instanceof BalancedRequest && request.timed, sentAt),
+      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => accounts.ended(endpoint, longRunning, outcome, startedAt),
       retrying: () => {
         this.retries++;
       },

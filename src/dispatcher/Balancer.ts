@@ -1,14 +1,13 @@
 import { EventEmitter } from 'node:events';
 import * as undici from 'undici';
 import type { Agent } from 'undici';
-import { OUTCOME_ABORTED, OUTCOME_ERROR, type Endpoint, type EndpointInfo } from '../balancer/Endpoint.ts';
+import type { Endpoint, EndpointInfo } from '../balancer/Endpoint.ts';
 import { EndpointSet } from '../balancer/EndpointSet.ts';
 import { classify } from '../balancer/longRunning.ts';
 import { BalancerError } from '../errors.ts';
 import { HealthTracker, type ProbeResult } from '../health/HealthTracker.ts';
 import { LagMonitor } from '../health/LagMonitor.ts';
 import { OutcomeJudge } from '../health/OutcomeJudge.ts';
-import { measuresServing, type AttemptOutcome } from '../health/outcome.ts';
 import { Prober, type ProbeSettings } from '../health/Prober.ts';
 import { ProbeSender } from '../health/sendProbe.ts';
 import { StallWatch } from '../health/StallWatch.ts';
@@ -24,6 +23,7 @@ import { describeTarget } from '../resolver/describeTarget.ts';
 import { limitEndpoints } from '../resolver/limitEndpoints.ts';
 import { createResolver } from '../resolver/parseTarget.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
+import { AttemptAccounts } from './AttemptAccounts.ts';
 import { BalancedRequest } from './BalancedRequest.ts';
 import { BodyTimers } from './BodyTimer.ts';
 import { EndpointPools } from './EndpointPools.ts';
@@ -269,7 +269,7 @@ export class Balancer extends undici.Dispatcher {
   #requestHost(): RequestHost {
     const options = this.#options;
     const rebalancer = this.#rebalancer;
-    const stallWatch = this.#stallWatch;
+    const accounts = new AttemptAccounts(this.#set, this.#judge, this.#stallWatch, options.clock);
     return {
       maxAttempts: options.maxAttempts,
       maxReplayBytes: options.maxBufferedBody,
@@ -295,25 +295,9 @@ export class Balancer extends undici.Dispatcher {
         if (pickChannel.hasSubscribers) {
           pickChannel.publish({ balancer: this, request: request.describe(), endpoint: endpoint.info(), attempt, longRunning });
         }
-        endpoint.inFlight++;
-        endpoint.requests++;
-        if (longRunning) endpoint.streams++;
-        if (sentAt !== undefined && request instanceof BalancedRequest && request.timed) {
-          this.#set.timedStart(endpoint, sentAt);
-          stallWatch?.started(sentAt);
-        }
+        accounts.started(endpoint, longRunning, request instanceof BalancedRequest && request.timed, sentAt);
       },
-      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => {
-        endpoint.inFlight--;
-        if (longRunning) endpoint.streams--;
-        endpoint.outcomes[outcomeIndex(outcome)]!++;
-        // One clock read for the verdict and the latency sample: they describe the same moment.
-        const now = options.clock.now();
-        this.#judge.judge(endpoint, outcome, now);
-        if (longRunning) return;
-        this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome), now);
-        if (startedAt === startedAt) stallWatch?.ended(now);
-      },
+      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => accounts.ended(endpoint, longRunning, outcome, startedAt),
       retrying: (from, to, reason, attempt, request) => {
         if (retryChannel.hasSubscribers) {
           retryChannel.publish({ balancer: this, request: request.describe(), from: from.info(), to: to.info(), reason, attempt });
@@ -438,12 +422,6 @@ export function createBalancer(options: BalancerOptions): Balancer {
 
 const PICK_SHORT = { longRunning: false } as const;
 const PICK_LONG_RUNNING = { longRunning: true } as const;
-
-/** Where an attempt's outcome is counted in `Endpoint.outcomes`. */
-function outcomeIndex(outcome: AttemptOutcome): number {
-  if (outcome.type === 'response') return Math.min(5, Math.trunc(outcome.statusCode / 100));
-  return outcome.type === 'error' ? OUTCOME_ERROR : OUTCOME_ABORTED;
-}
 
 function closedError(): BalancerError {
   return new BalancerError('ERR_BALANCER_CLOSED', 'the balancer is closed');
