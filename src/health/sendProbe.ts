@@ -97,9 +97,17 @@ export class ProbeSender {
   }
 }
 
-/** Why a probe was aborted: no answer (or no piece of its body) for `probe.timeoutMs`. */
+/**
+ * Why a probe was aborted: no answer (or no piece of its body) for `probe.timeoutMs`.
+ * Informational (undici's `UND_ERR_INFO`), like a superseded attempt's reason: undici's client
+ * fails every request queued on it with an abort's reason when it counts none running (`onError`
+ * in dispatcher/client.js; after an HTTP/2 GOAWAY and a reconnect it may, with the probe still
+ * open on the old session), and no request is to fail for a probe (seen in the demo's restarts:
+ * a create failed with "probe: no answer for 1000 ms").
+ */
 class ProbeTimeoutError extends Error {
   override readonly name = 'ProbeTimeoutError';
+  readonly code = 'UND_ERR_INFO';
 }
 
 /**
@@ -144,8 +152,11 @@ class ProbeExchange implements Dispatcher.DispatchHandler {
     });
   }
 
+  /** Again, with a new controller, when undici sends it anew (refused by a GOAWAY, on a new connection): its time starts afresh. */
   onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#stop();
     this.#controller = controller;
+    this.#deferred = false;
     this.#heardAt = this.#clock.now();
     this.#arm(this.#timeoutMs);
   }

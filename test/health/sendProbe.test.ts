@@ -193,6 +193,8 @@ test('the deadline starts when the request is written to a connection, not while
   t.is(exchange.aborted, undefined);
   clock.advance(1);
   t.regex(String(exchange.aborted?.message), /no answer for 1000 ms/);
+  // undici fails the requests queued on a client with an abort's reason unless it is informational.
+  t.is((exchange.aborted as { code?: unknown } | undefined)?.code, 'UND_ERR_INFO');
   t.is(await verdict, 'unreachable');
   t.is(clock.pending, 0);
 });
@@ -271,4 +273,25 @@ test('a deadline that fires late (our own stall) looks once more after what came
   t.truthy(quiet.aborted, 'nothing came: aborted at the second look');
   nothing.lag.ms = 1_500;
   t.is(await none, undefined, 'and our stall explains the timeout');
+});
+
+test('a probe undici sends again (a GOAWAY refused it) starts its time afresh with its new controller, and runs one timer', async (t) => {
+  const clock = new FakeClock();
+  const { exchanges, send } = setup('manual', clock);
+  const verdict = send();
+  await settle();
+  const { handler, controller: first } = exchanges[0]!;
+  handler.onRequestStart?.(first, null);
+  clock.advance(800);
+  let again: Error | undefined;
+  const second = { ...first, abort: (reason: Error) => ((again = reason), handler.onResponseError?.(second, reason)) } as Dispatcher.DispatchController;
+  handler.onRequestStart?.(second, null);
+  t.is(clock.pending, 1);
+  clock.advance(999);
+  t.is(again, undefined);
+  t.is(exchanges[0]!.aborted, undefined, 'the first controller is done with');
+  clock.advance(1);
+  t.truthy(again);
+  t.is(await verdict, 'unreachable');
+  t.is(clock.pending, 0);
 });
