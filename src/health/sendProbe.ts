@@ -101,9 +101,9 @@ export class ProbeSender {
  * Why a probe was aborted: no answer (or no piece of its body) for `probe.timeoutMs`.
  * Informational (undici's `UND_ERR_INFO`), like a superseded attempt's reason: undici's client
  * fails every request queued on it with an abort's reason when it counts none running (`onError`
- * in dispatcher/client.js; after an HTTP/2 GOAWAY and a reconnect it may, with the probe still
- * open on the old session), and no request is to fail for a probe (seen in the demo's restarts:
- * a create failed with "probe: no answer for 1000 ms").
+ * in dispatcher/client.js), and no request is to fail for a probe. It counts none running while a
+ * probe that a GOAWAY refused waits, queued again, for the new connection: the requests queued
+ * behind it failed with this (seen in the demo's restarts: a create).
  */
 class ProbeTimeoutError extends Error {
   override readonly name = 'ProbeTimeoutError';
@@ -124,7 +124,10 @@ class ProbeTimeoutError extends Error {
  * nothing else). Why not a timer started with `send`: it also counted setting up a fresh
  * connection, and on a loaded machine healthy endpoints were ejected while it did; that phase is
  * `connectTimeout`'s, whose `UND_ERR_CONNECT_TIMEOUT` still reaches the verdict below as before.
- * undici calls `onRequestStart` from `writeH1`/`writeH2`, once the connection is up.
+ * undici calls `onRequestStart` from `writeH1`/`writeH2`, once the connection is up. One gap:
+ * undici does not tell a handler that a GOAWAY refused its stream and queued it again, so such a
+ * probe's time goes on while it waits for the new connection (its timer restarts once it is sent
+ * again); a timeout then is held against the endpoint only if it answered nothing meanwhile.
  */
 class ProbeExchange implements Dispatcher.DispatchHandler {
   readonly answer: Promise<number>;

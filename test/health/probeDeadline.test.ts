@@ -8,6 +8,10 @@ import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
 import * as undici from 'undici';
 import { APISERVER_NAME, certs } from '../../fixtures/certs/index.ts';
+import { Endpoint } from '../../src/balancer/Endpoint.ts';
+import { systemClock } from '../../src/clock.ts';
+import { OutcomeJudge } from '../../src/health/OutcomeJudge.ts';
+import { ProbeSender } from '../../src/health/sendProbe.ts';
 import { createBalancer } from '../../src/index.ts';
 import { until } from '../helpers/poll.ts';
 
@@ -15,10 +19,14 @@ import { until } from '../helpers/poll.ts';
  * An HTTPS (h2) server on 127.0.0.2 whose TCP connections reach TLS after `tlsDelayMs`
  * (`Infinity`: never, a black hole before TLS); `/readyz` answers at once.
  */
-async function slowToConnect(tlsDelayMs: number) {
+async function slowToConnect(tlsDelayMs: number, onReadyz?: (req: http2.Http2ServerRequest, connections: number) => boolean) {
   let probes = 0;
+  let connections = 0;
   const h2 = http2.createSecureServer({ ...certs.apiserver }, (req, res) => {
-    if (req.url === '/readyz') probes++;
+    if (req.url === '/readyz') {
+      if (onReadyz?.(req, connections)) return;
+      probes++;
+    }
     res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
   });
   const sockets = new Set<net.Socket>();
@@ -27,7 +35,9 @@ async function slowToConnect(tlsDelayMs: number) {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => {});
-    if (tlsDelayMs !== Infinity) timers.add(setTimeout(() => h2.emit('connection', socket), tlsDelayMs));
+    // The first connection of a `onReadyz` server is set up at once, the later ones after the delay.
+    const delay = onReadyz && connections++ === 0 ? 0 : tlsDelayMs;
+    if (delay !== Infinity) timers.add(setTimeout(() => h2.emit('connection', socket), delay));
   });
   listener.listen(0, '127.0.0.2');
   await new Promise((resolve) => listener.once('listening', resolve));
@@ -154,6 +164,40 @@ test('a black hole before TLS (the connect never completes) is still ejected as 
     t.is(server.probes(), 0);
   } finally {
     await balancer.close();
+    await server.close();
+  }
+});
+
+test('a probe that a GOAWAY refused fails no request queued behind it when its deadline ends it', async (t) => {
+  // The probe's stream is refused (a GOAWAY naming the stream before it), undici queues it again
+  // for a new connection, which takes 1.5 s; a GET sent meanwhile waits in the same queue. When the
+  // probe's deadline aborts it there, undici fails every request queued on the client with the
+  // abort's reason unless that is informational (seen in the demo: a create failed so).
+  const server = await slowToConnect(1_500, (req, connections) => {
+    if (connections !== 1) return false;
+    req.stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, req.stream.id! - 2);
+    return true;
+  });
+  const pool = new undici.Pool(`https://127.0.0.2:${server.port}`, { allowH2: true, connect: { ca: certs.ca, servername: APISERVER_NAME } });
+  const noVerdict = { releaseProbation() {}, connectFailure() {}, serverError() {}, shuttingDown() {}, throttled() {}, success() {} };
+  const judge = new OutcomeJudge(noVerdict, { connectTimeout: 1000, pingInterval: 5000 }, systemClock, { maxSince: () => 0 }, { earned() {}, refresh() {} });
+  const sender = new ProbeSender(judge, systemClock, () => {}, () => false);
+  const request = (path: string) => pool.request({ path, method: 'GET', headers: { host: APISERVER_NAME } });
+  try {
+    await (await request('/warm')).body.dump();
+    const probe = sender.send(new Endpoint({ address: '127.0.0.2', port: server.port }, -Infinity), { path: '/readyz', intervalMs: 1000, timeoutMs: 1000, headers: {} }, () => ({
+      origin: new URL(`https://${APISERVER_NAME}:${server.port}`),
+      sni: APISERVER_NAME,
+      pool,
+    }));
+    await until(() => pool.stats.connected === 0, { what: 'the GOAWAY' });
+    const get = request('/api/v1/pods');
+    await probe;
+    const res = await get;
+    await res.body.dump();
+    t.is(res.statusCode, 200);
+  } finally {
+    await pool.destroy();
     await server.close();
   }
 });
