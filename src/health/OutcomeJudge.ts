@@ -83,7 +83,7 @@ export class OutcomeJudge {
       else this.#health.throttled(endpoint, wait);
     } else {
       this.#hooks.earned(now);
-      this.#health.success(endpoint);
+      this.#health.success(endpoint, now);
     }
   }
 
