@@ -95,15 +95,21 @@ export class Candidates {
    *   unless every endpoint is such.
    */
   static select(endpoints: Iterable<Endpoint>, options: SelectOptions, clock: Clock): Candidates {
-    const byPriority = new Map<number, Endpoint[]>();
-    let count = 0;
+    const listed: Endpoint[] = [];
+    let levelsSeen = 0;
     for (const endpoint of endpoints) {
       if (endpoint.removed) continue;
+      if (listed.length === 0 || endpoint.priority !== listed[0]!.priority) levelsSeen++;
+      listed.push(endpoint);
+    }
+    if (levelsSeen <= 1) return Candidates.#oneLevel(listed, options, clock);
+    const byPriority = new Map<number, Endpoint[]>();
+    for (const endpoint of listed) {
       const level = byPriority.get(endpoint.priority);
       if (level) level.push(endpoint);
       else byPriority.set(endpoint.priority, [endpoint]);
-      count++;
     }
+    let count = listed.length;
     let levels = [...byPriority.entries()].sort((a, b) => a[0] - b[0]).map(([, level]) => level);
     const ready = levels.map((level) => level.filter((e) => e.state === 'ready'));
     const panic =
@@ -143,6 +149,55 @@ export class Candidates {
       if (weighted) reserve.push(...usable.filter((e) => e.weight === 0));
     });
     return new Candidates(chosen, weights, streamWeights, reserve, panic, options, clock);
+  }
+
+  /**
+   * `select` for endpoints of one priority level (a cluster's apiservers, almost always): the same
+   * choice without the per-level maps and arrays. One level carrying traffic takes all of it, so
+   * weights are its members' raw ones (no spread to scale by); it carries none when nothing in it
+   * is ready (outside panic).
+   */
+  static #oneLevel(level: Endpoint[], options: SelectOptions, clock: Clock): Candidates {
+    let ready = 0;
+    for (const endpoint of level) if (endpoint.state === 'ready') ready++;
+    const panic = options.panicThreshold > 0 && level.length > 0 && ready < options.panicThreshold * level.length;
+    let usable: Endpoint[];
+    if (panic) {
+      usable = level.filter((e) => !e.unreachable);
+      if (usable.length === 0) usable = level;
+    } else {
+      usable = ready === level.length ? level : level.filter((e) => e.state === 'ready');
+    }
+    const chosen: Endpoint[] = [];
+    const weights: number[] = [];
+    const streamWeights: number[] = [];
+    const reserve: Endpoint[] = [];
+    let weighted = false;
+    for (const endpoint of usable) if (endpoint.weight > 0) weighted = true;
+    for (const endpoint of usable) {
+      if (weighted && endpoint.weight === 0) continue;
+      const steady = (weighted ? endpoint.weight : 1) * Math.max(MIN_WEIGHT_FACTOR, endpoint.weightFactor);
+      chosen.push(endpoint);
+      weights.push(steady * Math.max(MIN_WEIGHT_FACTOR, endpoint.loadFactor));
+      streamWeights.push(steady);
+    }
+    if (weighted) for (const endpoint of usable) if (endpoint.weight === 0) reserve.push(endpoint);
+    return new Candidates(chosen, weights, streamWeights, reserve, panic, options, clock);
+  }
+
+  /**
+   * True when `other` would pick exactly as this one: the same candidates in the same order with
+   * the same shares, the same reserve and panic, and neither in slow start (a ramp reads the clock).
+   */
+  sameAs(other: Candidates): boolean {
+    if (this.ramping || other.ramping || this.panic !== other.panic) return false;
+    const n = this.endpoints.length;
+    if (other.endpoints.length !== n || other.reserve.length !== this.reserve.length) return false;
+    for (let i = 0; i < n; i++) {
+      if (this.endpoints[i] !== other.endpoints[i] || this.weights[i] !== other.weights[i] || this.streamWeights[i] !== other.streamWeights[i]) return false;
+    }
+    for (let i = 0; i < this.reserve.length; i++) if (this.reserve[i] !== other.reserve[i]) return false;
+    return true;
   }
 
   /** The clock, for a pick while `ramping`; clears `ramping` once every ramp is over. */

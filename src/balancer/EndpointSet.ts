@@ -152,6 +152,9 @@ export class EndpointSet {
   /** Rebuilds the picker; call after any change of state, weight, `weightFactor` or `readySince`. */
   rebuild(): void {
     const candidates = Candidates.select(this.#endpoints.values(), this.#options, this.#clock);
+    // Half the rebuilds change nothing a pick reads (an ejected endpoint turning to probing, `npm
+    // run fleet`): the picker and its schedule go on as they were.
+    if (this.#candidates?.sameAs(candidates)) return;
     this.#candidates = candidates;
     if (candidates.endpoints.length === 0) {
       this.#picker = none;

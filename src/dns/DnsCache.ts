@@ -78,6 +78,9 @@ export class DnsCache {
   readonly #entries: LRUCache<string, Entry>;
   readonly #inflight = new Map<string, Promise<CacheResult>>();
   readonly #abort = new AbortController();
+  #lastName = '';
+  #lastType: QueryType | undefined;
+  #lastKey = '';
   /**
    * Told the result of every query that went to the network (one per name and type, whatever tries
    * and search-list names it took): `success`, `NXDOMAIN`, `NODATA` or the failure's reason. For counting.
@@ -110,8 +113,7 @@ export class DnsCache {
    * Never rejects: failures come back in `error`, next to whatever answer is still usable.
    */
   lookup(name: string, type: QueryType, force = false): Promise<CacheResult> {
-    // The name as given: "api" (search list applies) and "api." (absolute) are different questions.
-    const key = `${type} ${name.toLowerCase()}`;
+    const key = this.#key(name, type);
     const entry = this.#entries.get(key);
     if (entry && !force && this.#clock.now() < entry.refreshAt) return Promise.resolve(this.#view(entry));
     let pending = this.#inflight.get(key);
@@ -120,6 +122,20 @@ export class DnsCache {
       this.#inflight.set(key, pending);
     }
     return pending;
+  }
+
+  /**
+   * The entry's key. The name as given: "api" (search list applies) and "api." (absolute) are
+   * different questions. A resolver asks the same name round after round: the last key is reused
+   * rather than built (and hashed) again each time.
+   */
+  #key(name: string, type: QueryType): string {
+    if (name !== this.#lastName || type !== this.#lastType) {
+      this.#lastName = name;
+      this.#lastType = type;
+      this.#lastKey = `${type} ${name.toLowerCase()}`;
+    }
+    return this.#lastKey;
   }
 
   /** Aborts the queries under way; their lookups resolve with what the cache had. */
@@ -143,7 +159,16 @@ export class DnsCache {
     const ttl = this.#clamp(answer.ttl);
     // Late in the TTL, so that a fleet asks about clients ÷ TTL times a second (at 75–90 % it was
     // 1.21 × that, `npm run fleet`); the last 2 % and serve-stale cover a slow answer.
-    const entry: Entry = { answer, fetchedAt: now, ttl, refreshAt: now + ttl * (0.88 + 0.1 * this.#random()), failures: 0, error: undefined };
+    const refreshAt = now + ttl * (0.88 + 0.1 * this.#random());
+    // The entry of the previous answer is refilled rather than replaced: only the cache holds it
+    // (lookups get views), and a new one every TTL outlived the young generation for nothing.
+    const entry: Entry = previous ?? { answer, fetchedAt: now, ttl, refreshAt, failures: 0, error: undefined };
+    entry.answer = answer;
+    entry.fetchedAt = now;
+    entry.ttl = ttl;
+    entry.refreshAt = refreshAt;
+    entry.failures = 0;
+    entry.error = undefined;
     this.#entries.set(key, entry, { ttl: ttl + this.#options.maxStale });
     return this.#view(entry);
   }

@@ -135,12 +135,20 @@ class LastGood {
         if (answer) used.set(key, answer);
         return answer === lookup.answer ? lookup : { ...lookup, answer, stale: true };
       },
-      // A round that returns early (no SRV answer at all) does not end: what was kept stays.
+      // A round that returns early (no SRV answer at all) does not end: what was kept stays. A
+      // round that used what the last one did keeps the older map (most rounds: one the cache's
+      // next TTL would otherwise carry out of the young generation).
       end: () => {
-        this.#kept = used;
+        if (!sameAnswers(used, kept)) this.#kept = used;
       },
     };
   }
+}
+
+function sameAnswers(a: ReadonlyMap<string, DnsAnswer>, b: ReadonlyMap<string, DnsAnswer>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [key, answer] of a) if (b.get(key) !== answer) return false;
+  return true;
 }
 
 /** Whether two SRV answers list the same records and glue (so give the same endpoints). */

@@ -161,3 +161,35 @@ test('a weightFactor of 0 is taken as a tiny share, never as infinite or negativ
   const candidates = select(list);
   t.true(candidates.weights[0]! > 0 && candidates.weights[0]! < 0.01);
 });
+
+test('sameAs: an ejected endpoint turning to probing changes nothing a pick reads; a weight, a member or a ramp does', (t) => {
+  const list = withStates([endpoint(1), endpoint(2), endpoint(3)], ['ready', 'ready', 'ejected']);
+  const before = select(list);
+  list[2]!.state = 'probing';
+  t.true(select(list).sameAs(before));
+  list[1]!.loadFactor = 0.5;
+  t.false(select(list).sameAs(before));
+  list[1]!.loadFactor = 1;
+  list[2]!.state = 'ready';
+  t.false(select(list).sameAs(before));
+  const clock = new FakeClock();
+  const ramping = [endpoint(1), endpoint(2, {}, clock.now())];
+  t.false(select(ramping, {}, clock).sameAs(select(ramping, {}, clock)));
+});
+
+test('one priority level is chosen as the general rule would: a second, idle level only adds its members to the reserve', (t) => {
+  const level = withStates([endpoint(1, { weight: 2 }), endpoint(2, { weight: 0 }), endpoint(3), endpoint(4)], ['ready', 'ready', 'draining', 'ready']);
+  level[3]!.weightFactor = 0.5;
+  level[3]!.loadFactor = 0.25;
+  const one = select(level);
+  const backup = endpoint(9, { priority: 1 });
+  const two = select([...level, backup]);
+  t.deepEqual(one.endpoints.map((e) => e.address), ['10.0.0.1', '10.0.0.4']);
+  t.deepEqual([...one.weights], [2, 0.125]);
+  t.deepEqual([...one.streamWeights], [2, 0.5]);
+  t.deepEqual(one.endpoints, two.endpoints);
+  t.deepEqual([...one.weights], [...two.weights]);
+  t.deepEqual([...one.streamWeights], [...two.streamWeights]);
+  t.deepEqual(one.reserve.map((e) => e.address), ['10.0.0.2']);
+  t.deepEqual(two.reserve.map((e) => e.address), ['10.0.0.2', '10.0.0.9']);
+});
