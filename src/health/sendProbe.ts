@@ -1,17 +1,17 @@
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock, ClockTimer } from '../clock.ts';
 import { classifyError } from './classifyError.ts';
 import type { ProbeResult } from './HealthTracker.ts';
 import type { OutcomeJudge } from './OutcomeJudge.ts';
 import type { ProbeSettings } from './Prober.ts';
 
 /** undici reads `servername` per request, though its types do not list it. */
-export type ProbeRequest = Dispatcher.RequestOptions & { servername?: string };
+export type ProbeRequest = Dispatcher.DispatchOptions & { servername?: string };
 
-/** What a probe is sent on: one endpoint's pool (any dispatcher with undici's `request`). */
+/** What a probe is sent on: one endpoint's pool (any dispatcher with undici 8's `dispatch`). */
 export interface ProbeDispatcher {
-  request(options: ProbeRequest): Promise<{ statusCode: number; body: { dump(): Promise<unknown> } }>;
+  dispatch(options: ProbeRequest, handler: Dispatcher.DispatchHandler): boolean;
 }
 
 /** Where one probe goes: the pool of the endpoint, for `origin` (its `Host`), with `sni` when the name is not an IP. */
@@ -56,28 +56,37 @@ export class ProbeSender {
     }
     if (endpoint.removed || this.#closed()) return undefined;
     const { origin, sni, pool } = target();
+    const exchange = new ProbeExchange(this.#clock, settings.timeoutMs);
     try {
-      const res = await pool.request({
-        path: settings.path,
-        method: 'GET',
-        headers: { ...headers, host: origin.host },
-        headersTimeout: settings.timeoutMs,
-        bodyTimeout: settings.timeoutMs,
-        ...(sni ? { servername: sni } : {}),
-      });
-      await res.body.dump();
+      pool.dispatch(
+        {
+          path: settings.path,
+          method: 'GET',
+          headers: { ...headers, host: origin.host },
+          // Off: the probe keeps its own time (see ProbeExchange), so no stream timeout of undici's fires for it.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+          ...(sni ? { servername: sni } : {}),
+        },
+        exchange,
+      );
+    } catch (error) {
+      exchange.onResponseError(null, error as Error);
+    }
+    try {
+      const statusCode = await exchange.answer;
       endpoint.lastAnswerAt = this.#clock.now();
-      if (res.statusCode === 401 || res.statusCode === 403) {
+      if (statusCode === 401 || statusCode === 403) {
         // The apiserver answers but will not say whether it is ready: count that as alive.
         if (!this.#warnedAuth) {
           this.#warnedAuth = true;
-          this.#warn(`probe ${settings.path} answered ${res.statusCode}: set probe.headers (authorization) so readiness can be read`);
+          this.#warn(`probe ${settings.path} answered ${statusCode}: set probe.headers (authorization) so readiness can be read`);
         }
         return 'pass';
       }
-      return res.statusCode >= 200 && res.statusCode < 400 ? 'pass' : 'fail';
+      return statusCode >= 200 && statusCode < 400 ? 'pass' : 'fail';
     } catch (error) {
-      const kind = classifyError(error);
+      const kind = exchange.timedOut ? 'timeout' : classifyError(error);
       if ((kind === 'timeout' || kind === 'unresponsive') && !this.#judge.conclusiveTimeout(endpoint, settings.timeoutMs, settings.timeoutMs)) return undefined;
       const silentConnect = this.#judge.silentConnect(endpoint, kind, error as Error);
       if (silentConnect !== undefined) return silentConnect ? 'unreachable' : undefined;
@@ -85,5 +94,118 @@ export class ProbeSender {
       // Connected but no answer in time: a black hole, or not talking.
       return 'unreachable';
     }
+  }
+}
+
+/**
+ * Why a probe was aborted: no answer (or no piece of its body) for `probe.timeoutMs`.
+ * Informational (undici's `UND_ERR_INFO`), like a superseded attempt's reason: undici's client
+ * fails every request queued on it with an abort's reason when it counts none running (`onError`
+ * in dispatcher/client.js), and no request is to fail for a probe. It counts none running while a
+ * probe that a GOAWAY refused waits, queued again, for the new connection: the requests queued
+ * behind it failed with this (seen in the demo's restarts: a create).
+ */
+class ProbeTimeoutError extends Error {
+  override readonly name = 'ProbeTimeoutError';
+  readonly code = 'UND_ERR_INFO';
+}
+
+/**
+ * One probe's exchange with its pool, and the probe's own deadline: `timeoutMs` from the moment
+ * the request is written to a connection until its headers, and then between two pieces of its
+ * body (what undici's `headersTimeout` and `bodyTimeout` measured).
+ *
+ * Why not undici's timeouts: when one of them fires on an HTTP/2 stream, undici 8 PINGs the whole
+ * session and resets it unless the ack comes within max(timeout, 1 s) (`probeHttp2Session` in
+ * client-h2.js). When this process stalls for longer than that right after (a busy CPU), the
+ * PING's timer runs before the ack, already in the socket buffer, is read: a healthy apiserver's
+ * connection was reset and the POSTs in flight on it were lost (`failover` tests under load 10–15).
+ * An abort of our own resets only the probe's stream (over HTTP/1.1 its connection, which carries
+ * nothing else). Why not a timer started with `send`: it also counted setting up a fresh
+ * connection, and on a loaded machine healthy endpoints were ejected while it did; that phase is
+ * `connectTimeout`'s, whose `UND_ERR_CONNECT_TIMEOUT` still reaches the verdict below as before.
+ * undici calls `onRequestStart` from `writeH1`/`writeH2`, once the connection is up. One gap:
+ * undici does not tell a handler that a GOAWAY refused its stream and queued it again, so such a
+ * probe's time goes on while it waits for the new connection (its timer restarts once it is sent
+ * again); a timeout then is held against the endpoint only if it answered nothing meanwhile.
+ */
+class ProbeExchange implements Dispatcher.DispatchHandler {
+  readonly answer: Promise<number>;
+  /** Whether our deadline ended it (its error is ours, not undici's). */
+  timedOut = false;
+  readonly #clock: Clock;
+  readonly #timeoutMs: number;
+  #resolve!: (statusCode: number) => void;
+  #reject!: (error: Error) => void;
+  #controller: Dispatcher.DispatchController | undefined;
+  #timer: ClockTimer | undefined;
+  /** When the timer was due, and when the last sign of life came (clock ms). */
+  #dueAt = 0;
+  #heardAt = 0;
+  #deferred = false;
+  #statusCode = 0;
+  readonly #expire = (): void => this.#onTimer();
+
+  constructor(clock: Clock, timeoutMs: number) {
+    this.#clock = clock;
+    this.#timeoutMs = timeoutMs;
+    this.answer = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  /** Again, with a new controller, when undici sends it anew (refused by a GOAWAY, on a new connection): its time starts afresh. */
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#stop();
+    this.#controller = controller;
+    this.#deferred = false;
+    this.#heardAt = this.#clock.now();
+    this.#arm(this.#timeoutMs);
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    this.#heardAt = this.#clock.now();
+    if (statusCode >= 200) this.#statusCode = statusCode;
+  }
+
+  onResponseData(): void {
+    this.#heardAt = this.#clock.now();
+  }
+
+  onResponseEnd(): void {
+    this.#stop();
+    this.#resolve(this.#statusCode);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
+    this.#stop();
+    this.#reject(error);
+  }
+
+  #arm(ms: number): void {
+    this.#dueAt = this.#clock.now() + ms;
+    this.#timer = this.#clock.setTimeout(this.#expire, ms);
+  }
+
+  /** One timer a probe: what was heard meanwhile moves the deadline instead of re-arming at every piece. */
+  #onTimer(): void {
+    this.#timer = undefined;
+    const now = this.#clock.now();
+    const quiet = now - this.#heardAt;
+    if (quiet < this.#timeoutMs) return this.#arm(this.#timeoutMs - quiet);
+    // Late by a quarter of the timeout or more: we stalled, and timers run before the answers that
+    // came meanwhile are read. Look once those are (a timeout so late would prove nothing anyway).
+    if (!this.#deferred && now - this.#dueAt >= this.#timeoutMs / 4) {
+      this.#deferred = true;
+      return this.#arm(1);
+    }
+    this.timedOut = true;
+    this.#controller?.abort(new ProbeTimeoutError(`probe: no answer for ${this.#timeoutMs} ms`));
+  }
+
+  #stop(): void {
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 }
