@@ -157,7 +157,8 @@ export class Attempt extends BodyTimer implements Handler {
         this.#inspected = { statusCode, headers, statusMessage, chunks: [], bytes: 0 };
         return;
       }
-      if (request.holdBack(this, statusCode)) {
+      // Only a 429 or a 5xx is ever held back for a retry.
+      if (statusCode >= 429 && request.holdBack(this, statusCode)) {
         this.#heldBack = true;
         return;
       }
@@ -175,7 +176,7 @@ export class Attempt extends BodyTimer implements Handler {
   onResponseData(_controller: Controller, chunk: Buffer): void {
     this.touch();
     // Kept to read what a rejection says (a shutdown, a lagging watch cache), whether or not it is retried.
-    this.#body = keepRejectionBody(this.#body, this.#statusCode, chunk);
+    if (this.#statusCode >= 429) this.#body = keepRejectionBody(this.#body, this.#statusCode, chunk);
     if (this.#heldBack || this.#moved) return;
     if (this.#holding) {
       if (this.#heldFirst === undefined) this.#heldFirst = chunk;

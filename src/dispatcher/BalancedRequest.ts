@@ -131,12 +131,13 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   #first(): void {
-    let endpoint = this.host.pick(this.longRunning, this.#probationOk(), undefined);
+    const probationOk = this.#probationOk();
+    let endpoint = this.host.pick(this.longRunning, probationOk, undefined);
     if (!endpoint) return this.#fail(this.host.noEndpoints(), false);
     // A lagging endpoint's pick is measured by a copy; the caller's request goes elsewhere (Explore.ts).
     if (endpoint.lagging && this.timed && this.#replayable) endpoint = explore(this.host, endpoint, this.#route, this.#opts, this) ?? endpoint;
     this.#send(endpoint, false);
-    if (this.#probationOk() && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
+    if (probationOk && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
   }
 
   /** No response after the hedge delay: the same request goes to a second endpoint too, if the retry budget allows. */
@@ -299,7 +300,9 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     attempt.passHead(this.downstream, this);
     if (!attempt.holdsBody) return this.endHeld(attempt, trailers);
     if (this.host.budget.shortRequests > 1) setImmediate(endHeld, this, attempt, trailers);
-    else queueMicrotask(() => process.nextTick(endHeld, this, attempt, trailers));
+    // A promise's reaction, not queueMicrotask: that makes an AsyncResource, a bound function and
+    // an async scope per call, for the same place in the microtask queue.
+    else void RESOLVED.then(() => process.nextTick(endHeld, this, attempt, trailers));
   }
 
   /** The rest of a held response (see `completedHeld`). */
@@ -429,6 +432,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     }
   }
 }
+
+const RESOLVED = Promise.resolve();
 
 function endHeld(request: BalancedRequest, attempt: Attempt, trailers: Headers): void {
   request.endHeld(attempt, trailers);

@@ -112,10 +112,10 @@ export class HealthTracker {
     }
   }
 
-  /** Any answer that is not a server failure: the endpoint works. */
-  success(endpoint: Endpoint): void {
+  /** Any answer that is not a server failure (at clock time `now`, read here if not given): the endpoint works. */
+  success(endpoint: Endpoint, now = this.#clock.now()): void {
     if (endpoint.removed) return;
-    endpoint.lastSuccessAt = this.#clock.now();
+    endpoint.lastSuccessAt = now;
     const h = this.#health.get(endpoint);
     if (h) {
       h.consecutiveFailures = 0;
@@ -126,7 +126,6 @@ export class HealthTracker {
     }
     if (endpoint.weightFactor < 1) {
       endpoint.weightFactor = Math.min(1, endpoint.weightFactor + WEIGHT_RECOVERY_STEP);
-      const now = this.#clock.now();
       if (endpoint.weightFactor === 1 || now - this.#recoveryRebuiltAt >= RECOVERY_REBUILD_MS) {
         this.#recoveryRebuiltAt = now;
         this.#listener.changed();

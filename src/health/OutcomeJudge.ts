@@ -67,8 +67,16 @@ export class OutcomeJudge {
       }
       return;
     }
-    const { statusCode, headers } = outcome;
     endpoint.lastAnswerAt = now;
+    // Below 429 an answer is a success: every rejection `#rejected` reads is a 429 or a 5xx.
+    if (outcome.statusCode >= 429 && this.#rejected(endpoint, outcome)) return;
+    this.#hooks.earned(now);
+    this.#health.success(endpoint, now);
+  }
+
+  /** A 429 or 5xx's verdict, and true; false when it is an answer after all (an eviction's 429, a 4xx above 429). */
+  #rejected(endpoint: Endpoint, outcome: Extract<AttemptOutcome, { type: 'response' }>): boolean {
+    const { statusCode, headers } = outcome;
     if (isShutdown503(statusCode, headers, outcome.body)) {
       this.#health.shuttingDown(endpoint, retryAfterMs(headers['retry-after']));
     } else if (isResourceVersionTooLarge(statusCode, outcome.body)) {
@@ -82,9 +90,9 @@ export class OutcomeJudge {
       if (isShutdown429(headers, outcome.body)) this.#health.shuttingDown(endpoint, wait);
       else this.#health.throttled(endpoint, wait);
     } else {
-      this.#hooks.earned(now);
-      this.#health.success(endpoint);
+      return false;
     }
+    return true;
   }
 
   /**
