@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { WriteStream } from 'node:tty';
 import { BalancerAccount } from './BalancerAccount.ts';
 import { chartSvg } from './chart.ts';
+import { ClientSockets } from './ClientSockets.ts';
 import { kubeBalancerClient, oneConnectionClient, type ClientLoad, type ClientNodeModule, type DemoClient } from './clients.ts';
 import { DemoCluster, USERS, type ClientKey } from './DemoCluster.ts';
 import { LineView } from './LineView.ts';
@@ -40,10 +41,13 @@ const STOP_MS = 5000;
 export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Promise<DemoSummary> {
   const screen = options.json ? process.stderr : process.stdout;
   const demo = await DemoCluster.start(options.servers);
+  // Before the clients connect: the crash waits for their sockets to the crashed apiserver to close.
+  const sockets = new ClientSockets();
   let clients: Record<ClientKey, DemoClient>;
   try {
     clients = { kubeBalancer: await kubeBalancerClient(k8s, demo, demoSlowStartMs(options.durationMs)), oneConnection: oneConnectionClient(k8s, demo, demo.l4) };
   } catch (error) {
+    sockets.close();
     await demo.close();
     throw error;
   }
@@ -55,7 +59,7 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
   const account = new BalancerAccount(clients.kubeBalancer.balancer!, demo, (text) => events.push({ atMs: elapsed(), text }));
   const workloads = CLIENT_KEYS.map((k) => new Workload(k8s, clients[k], { namespace: USERS[k], qps: QPS, workers: WORKERS }));
   let meter = new Meter(demo.apiservers, Date.now());
-  const phases = scenario(demo.apiservers, workloads, options.durationMs, () => demo.l4.busiest);
+  const phases = scenario(demo.apiservers, workloads, sockets, options.durationMs, () => demo.l4.busiest);
   // What the views get each tick: the parts that do not change are made once.
   const labels = { kubeBalancer: clients.kubeBalancer.label, oneConnection: clients.oneConnection.label };
   const snapshot = (phase: number, elapsedMs: number): Snapshot => ({
@@ -149,6 +153,7 @@ export async function runDemo(k8s: ClientNodeModule, options: DemoOptions): Prom
     view.close();
     await bounded(Promise.all(CLIENT_KEYS.map((k) => clients[k].close())), 'closing the clients');
     await bounded(demo.close(), 'stopping the simulated cluster');
+    sockets.close();
   }
 }
 

@@ -1,8 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ClientSockets } from './ClientSockets.ts';
 import type { Apiserver } from './DemoCluster.ts';
 import type { Workload } from './Workload.ts';
 
 const CRASH_SETTLE_MS = 100;
+/** How long the crash waits at most for the clients to see their connections to the crashed apiserver close. */
+const CRASH_SEEN_MS = 2000;
 
 export interface Phase {
   /** Set when the phase starts if it depends on what happened before (which apiserver crashes). */
@@ -31,7 +34,7 @@ export function demoSlowStartMs(durationMs: number): number {
  * on crashes and comes back; then everything is up again, and the summary counts where requests go.
  * `oneConnectionAt` says which apiserver the one-connection client's connection goes to now.
  */
-export function scenario(apiservers: readonly Apiserver[], workloads: readonly Workload[], durationMs: number, oneConnectionAt: () => Apiserver | undefined): Phase[] {
+export function scenario(apiservers: readonly Apiserver[], workloads: readonly Workload[], sockets: ClientSockets, durationMs: number, oneConnectionAt: () => Apiserver | undefined): Phase[] {
   const slot = (0.44 * durationMs) / apiservers.length;
   // kube-apiserver's drain and its Shutdown timeout (60 s by default; research/landscape-2026.md,
   // fixtures/apiserver/ShutdownSequence.ts) shortened to fit a slot: open connections bring
@@ -63,7 +66,7 @@ export function scenario(apiservers: readonly Apiserver[], workloads: readonly W
       crashed = target;
       crash.title = `crash ${target.name} (the one connection's)`;
       crash.disrupts = target.name;
-      crashing = previous.then(() => crashBetweenCalls(target, workloads));
+      crashing = previous.then(() => crashBetweenCalls(target, workloads, sockets));
       return crashing;
     },
   };
@@ -81,13 +84,16 @@ export function scenario(apiservers: readonly Apiserver[], workloads: readonly W
 }
 
 /** Crashes `apiserver` between two calls of the workloads (their watches are cut all the same). */
-async function crashBetweenCalls(apiserver: Apiserver, workloads: readonly Workload[]): Promise<void> {
+async function crashBetweenCalls(apiserver: Apiserver, workloads: readonly Workload[], sockets: ClientSockets): Promise<void> {
   const resume = await Promise.all(workloads.map((w) => w.pause()));
   try {
     await apiserver.instance.crash();
-    // The resets are in the clients' kernel buffers now, but a client learns of them only on its
-    // next turn of the event loop; a create written before then is lost to the crash, whatever
-    // balances it. The demo is about what a client can get right, so it lets them land first.
+    // The resets are on their way to the clients, but a client learns of one only once its socket
+    // reads it; a create written before then is lost to the crash, whatever balances it (no client
+    // can know). The demo is about what a client can get right, so it lets them land first: until
+    // every client socket to the crashed apiserver has closed (bounded, not a guess at how slow a
+    // loaded machine is), then a little longer for what those closes set off.
+    await sockets.closedTo(apiserver.address, CRASH_SEEN_MS);
     await sleep(CRASH_SETTLE_MS);
   } finally {
     for (const go of resume) go();
