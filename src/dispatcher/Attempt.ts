@@ -28,8 +28,8 @@ export interface AttemptOwner extends Controller, Reader {
   readonly bodyTimeout: number;
   readonly finished: boolean;
   attemptStarted(attempt: Attempt, controller: Controller, context: unknown): void;
-  /** Its response headers came, at clock time `now`. */
-  responded(attempt: Attempt, now: number): void;
+  /** Its response headers came, at clock time `now`; false when it lost a race all the same (it is then only read for its verdict). */
+  responded(attempt: Attempt, now: number, statusCode: number): boolean;
   holdBack(attempt: Attempt, statusCode: number): boolean;
   inspects(statusCode: number, headers: Headers): boolean;
   inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean;
@@ -131,7 +131,7 @@ export class Attempt extends BodyTimer implements Handler {
 
   onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
     const request = this.#request;
-    request.responded(this, request.host.clock.now());
+    request.responded(this, request.host.clock.now(), statusCode);
     this.#statusCode = statusCode;
     request.holdBack(this, statusCode);
     request.commit();
@@ -149,10 +149,15 @@ export class Attempt extends BodyTimer implements Handler {
     if (statusCode >= 200) {
       // One clock read for the hedge's sample and the body timer's start: the same moment.
       const now = request.bodyTimeout > 0 || request.host.hedging ? request.host.clock.now() : 0;
-      request.responded(this, now);
+      const won = request.responded(this, now, statusCode);
       this.#statusCode = statusCode;
       this.#headers = headers;
       if (request.bodyTimeout > 0) request.host.bodyTimers.start(this, request.bodyTimeout, now);
+      // A rejection that lost a race to an attempt still waiting: read for its verdict, then dropped.
+      if (!won) {
+        this.#heldBack = true;
+        return;
+      }
       if (request.inspects(statusCode, headers)) {
         this.#inspected = { statusCode, headers, statusMessage, chunks: [], bytes: 0 };
         return;

@@ -163,22 +163,41 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
 
   /**
    * An attempt's response headers came. It wins a race with a hedge: the other attempt is aborted,
-   * with no verdict on its endpoint's health (only a hint of silence when the hedge won).
+   * with no verdict on its endpoint's health (only a hint of silence when the hedge won). Returns
+   * false when it does not: a rejection (a 429, a 5xx: an apiserver that began its shutdown before
+   * anyone marked it draining) while the other attempt still waits. That one goes on alone, as
+   * after a failure, and the rejected one is only read for its verdict. Letting the rejection win
+   * aborted a slow but healthy attempt, and the retry then often had nowhere left to go (the
+   * demo under load: the shutdown 503 reached the caller).
    */
-  responded(attempt: Attempt, now: number): void {
+  responded(attempt: Attempt, now: number, statusCode: number): boolean {
     attempt.answered = true;
     const hedging = this.host.hedging;
-    if (!hedging || this.longRunning) return;
+    if (!hedging || this.longRunning) return true;
     hedging.cancel(this);
     hedging.answered(attempt.endpoint, now - attempt.sentAt, now);
     const rival = this.#rival;
-    if (!rival) return;
+    if (!rival) return true;
+    if (statusCode === 429 || statusCode >= 500) {
+      (this.#tried ??= new Set()).add(attempt.endpoint);
+      this.#raceGoesOnWithout(attempt, rival);
+      return false;
+    }
     const loser = rival === attempt ? this.#attempt! : rival;
     this.#rival = undefined;
     this.#attempt = attempt;
     if (loser === rival) hedging.lost(loser.endpoint);
     loser.supersede();
     if (attempt.controller) this.target = attempt.controller;
+    return true;
+  }
+
+  /** One of two racing attempts is out (it failed, or was rejected): the other carries on alone. */
+  #raceGoesOnWithout(out: Attempt, rival: Attempt): void {
+    this.#rival = undefined;
+    const other = rival === out ? this.#attempt! : rival;
+    this.#attempt = other;
+    if (other.controller) this.target = other.controller;
   }
 
   #probationOk(): boolean {
@@ -326,8 +345,9 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     return isShutdown503(statusCode, headers, body) && this.#reserveRetry(attempt, 'shutdown');
   }
 
-  /** A held-back response was read to its end (or broke while being read). */
+  /** A held-back response was read to its end (or broke while being read); one that lost a race (`responded`) ends there. */
   heldBackDone(attempt: Attempt): void {
+    if (attempt !== this.#attempt) return;
     this.#retryReserved(attempt);
   }
 
@@ -370,13 +390,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     if (this.finished) return;
     const rival = this.#rival;
     if (rival && kind !== 'aborted' && !this.aborted) {
-      // One of two racing attempts failed: the other carries on alone.
       (this.#causes ??= []).push({ endpoint: attempt.endpoint.key, error });
-      this.#rival = undefined;
-      const other = rival === attempt ? this.#attempt! : rival;
-      this.#attempt = other;
-      if (other.controller) this.target = other.controller;
-      return;
+      return this.#raceGoesOnWithout(attempt, rival);
     }
     // The connection under a watch broke: end it like a server would, so the caller re-watches.
     if (this.#watching === attempt && kind !== 'aborted' && !this.aborted) return this.#endAtBoundary();

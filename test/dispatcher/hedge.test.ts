@@ -11,11 +11,15 @@ import { endpoint } from '../helpers/endpoints.ts';
 
 const SETTINGS = { minDelayMs: 50, maxDelayMs: 250, percentile: 99 };
 
-/** Three endpoints; `silent` ones take requests and never answer, the others answer at once. */
+/**
+ * Three endpoints; `silent` ones take requests and never answer, `scripted` ones answer with their
+ * status after their delay on the clock, the others answer 200 at once.
+ */
 function setUp() {
   const clock = new FakeClock();
   const endpoints = [endpoint(1), endpoint(2), endpoint(3)];
   const silent = new Set<Endpoint>();
+  const scripted = new Map<Endpoint, { status: number; delayMs: number }>();
   const ejected = new Set<Endpoint>();
   const sent: Array<{ endpoint: Endpoint; method: string; aborted: boolean }> = [];
   let next = 0;
@@ -33,12 +37,15 @@ function setUp() {
       const controller = fakeController(record);
       handler.onRequestStart?.(controller, {});
       if (silent.has(e)) return;
-      queueMicrotask(() => {
+      const { status, delayMs } = scripted.get(e) ?? { status: 200, delayMs: 0 };
+      const answer = () => {
         if (record.aborted) return;
-        handler.onResponseStart?.(controller, 200, { 'content-type': 'application/json' }, 'OK');
+        handler.onResponseStart?.(controller, status, { 'content-type': 'application/json' }, String(status));
         handler.onResponseData?.(controller, Buffer.from('{}'));
         handler.onResponseEnd?.(controller, {});
-      });
+      };
+      if (delayMs > 0) clock.setTimeout(answer, delayMs);
+      else queueMicrotask(answer);
     },
     attemptStarted: () => NaN,
     // As the balancer's judge does: successes earn retry credit.
@@ -58,7 +65,7 @@ function setUp() {
       await flush();
     }
   };
-  return { clock, endpoints, silent, ejected, sent, hedging, host, request, flush, answered, run };
+  return { clock, endpoints, silent, scripted, ejected, sent, hedging, host, request, flush, answered, run };
 }
 
 test('a black-holed endpoint costs no GET more than the hedge bound: each is hedged to another endpoint, and the silent one is reported', async (t) => {
@@ -84,6 +91,31 @@ test('a black-holed endpoint costs no GET more than the hedge bound: each is hed
   t.true(Math.max(...latencies) <= 500, 'no GET over 500 ms');
   t.true(hedging.hedges > 0 && hedging.hedges <= 10, 'only the GETs sent to the silent endpoint were hedged');
   t.true(ejected.has(endpoints[0]!), 'the silent endpoint is reported after hedges keep winning against it');
+});
+
+test("a hedge answered with a rejection (a draining apiserver's 503, a 429) does not win the race: the first attempt, slow but healthy, goes on and its answer reaches the caller", async (t) => {
+  const { endpoints, scripted, ejected, sent, request, run } = setUp();
+  // Two endpoints left: the first answers 200 after 400 ms, the second rejects at once (it began
+  // its shutdown before anyone marked it draining). Seen in the demo under load: the 503 won, the
+  // healthy attempt was aborted, and the retry had nowhere left to go, so the caller got the 503.
+  ejected.add(endpoints[2]!);
+  for (const status of [503, 429]) {
+    scripted.set(endpoints[0]!, { status: 200, delayMs: 400 });
+    scripted.set(endpoints[1]!, { status, delayMs: 0 });
+    sent.length = 0;
+    const r = request();
+    await run(600);
+    t.deepEqual(
+      sent.map((s) => [s.endpoint.key, s.aborted]),
+      [
+        [endpoints[0]!.key, false],
+        [endpoints[1]!.key, false],
+      ],
+      `${status}: the GET went first to the slow endpoint, was hedged to the rejecting one, and the slow one was not aborted`,
+    );
+    t.is(r.status, 200, `${status}: the slow endpoint's answer, not the rejection, reached the caller`);
+    t.is(r.error, undefined);
+  }
 });
 
 test('writes, watches and long-running requests are never hedged; hedges stop when the retry budget is spent', async (t) => {
