@@ -182,16 +182,16 @@ function findings(): string[] {
     'now and then a queue: one server takes all 110 req/s on 4 slots, and a client stall sends a burst), the',
     'rest was 28–34 ms (the client\'s loop: 17 ms p99 loop delay, GC). Both halves are the machine\'s',
     'scheduling: the median rest is 2–3 ms. That floor is not quite the balancer\'s: a balancer spreads the',
-    'same load over two fast servers (half the queueing), so it can be a little under the floor (runs 1 and 3);',
+    'same load over two fast servers (half the queueing), so it can be a little under the floor (run 2 here);',
     'what the product adds is a caller waiting on the slow server — 0–2 in 1,100 requests with exploration',
     'copies (the slow server\'s 0.6–1.6 % share is copies), i.e. below the p99 rank.',
     '',
     '**Why the saturated figures now read above 1.** Since the timer correction every balancing client\'s',
-    'saturated figure is 1.01–1.04 (this file\'s three runs): the ideal counts 20.0 ms a request, the',
+    'saturated figure is 1.01–1.04 (the quiet runs of 2026-12-02): the ideal counts 20.0 ms a request, the',
     'corrected timer aims at the mean lateness (so it holds a little under 20 ms when lateness varies), and',
     'the count takes in requests finishing in the window\'s last service time. Read the clients against each',
-    'other in the same run: on equal servers kube-balancer\'s default came to 0.995 / 0.997 / 0.998 of',
-    'undici BalancedPool\'s (three quiet runs of 2026-12-02).',
+    'other in the same run: on equal servers kube-balancer\'s default came to 0.994 / 0.988 of undici',
+    'BalancedPool\'s in this file\'s two runs (0.995 / 0.997 / 0.998 in three quiet runs of the stop before).',
   ];
 }
 
