@@ -178,7 +178,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     hedging.answered(attempt.endpoint, now - attempt.sentAt, now);
     const rival = this.#rival;
     if (!rival) return true;
-    if (statusCode === 429 || statusCode >= 500) {
+    if (this.#rejection(statusCode)) {
       (this.#tried ??= new Set()).add(attempt.endpoint);
       this.#raceGoesOnWithout(attempt, rival);
       return false;
@@ -286,8 +286,13 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
 
   /** True when the response is held back because another endpoint will be tried instead. */
   holdBack(attempt: Attempt, statusCode: number): boolean {
-    const reason: RetryReason | undefined = statusCode === 429 && !this.eviction ? 'throttled' : statusCode >= 500 ? '5xx' : undefined;
+    const reason = this.#rejection(statusCode);
     return reason !== undefined && this.#reserveRetry(attempt, reason);
+  }
+
+  /** Why a response with `statusCode` is one to try elsewhere: a 429 (not an eviction's: that is its answer), a 5xx. */
+  #rejection(statusCode: number): RetryReason | undefined {
+    return statusCode === 429 && !this.eviction ? 'throttled' : statusCode >= 500 ? '5xx' : undefined;
   }
 
   /** The response kept is this attempt's: from now on it reaches the caller and is never retried. */

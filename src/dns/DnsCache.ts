@@ -78,9 +78,6 @@ export class DnsCache {
   readonly #entries: LRUCache<string, Entry>;
   readonly #inflight = new Map<string, Promise<CacheResult>>();
   readonly #abort = new AbortController();
-  #lastName = '';
-  #lastType: QueryType | undefined;
-  #lastKey = '';
   /**
    * Told the result of every query that went to the network (one per name and type, whatever tries
    * and search-list names it took): `success`, `NXDOMAIN`, `NODATA` or the failure's reason. For counting.
@@ -113,7 +110,8 @@ export class DnsCache {
    * Never rejects: failures come back in `error`, next to whatever answer is still usable.
    */
   lookup(name: string, type: QueryType, force = false): Promise<CacheResult> {
-    const key = this.#key(name, type);
+    // The name as given: "api" (search list applies) and "api." (absolute) are different questions.
+    const key = `${type} ${name.toLowerCase()}`;
     const entry = this.#entries.get(key);
     if (entry && !force && this.#clock.now() < entry.refreshAt) return Promise.resolve(this.#view(entry));
     let pending = this.#inflight.get(key);
@@ -122,20 +120,6 @@ export class DnsCache {
       this.#inflight.set(key, pending);
     }
     return pending;
-  }
-
-  /**
-   * The entry's key. The name as given: "api" (search list applies) and "api." (absolute) are
-   * different questions. A resolver asks the same name round after round: the last key is reused
-   * rather than built (and hashed) again each time.
-   */
-  #key(name: string, type: QueryType): string {
-    if (name !== this.#lastName || type !== this.#lastType) {
-      this.#lastName = name;
-      this.#lastType = type;
-      this.#lastKey = `${type} ${name.toLowerCase()}`;
-    }
-    return this.#lastKey;
   }
 
   /** Aborts the queries under way; their lookups resolve with what the cache had. */

@@ -123,18 +123,24 @@ test.serial('a probe that times out right before our own stall leaves its HTTP/2
   }
 });
 
-test('setting up the connection is not the probe\'s time: a healthy endpoint whose TLS takes 1.5 s is not ejected by a 1-s probe timeout', async (t) => {
-  const server = await slowToConnect(1_500);
+/** A balancer on one endpoint at `port` that probes every 300 ms with a 1-s timeout, and the ejections it told. */
+function probedBalancer(port: number, connectTimeout: number) {
   const balancer = createBalancer({
-    origin: `https://${APISERVER_NAME}:${server.port}`,
-    target: `static:///127.0.0.2:${server.port}`,
+    origin: `https://${APISERVER_NAME}:${port}`,
+    target: `static:///127.0.0.2:${port}`,
     tls: { ca: certs.ca },
     hedge: false,
-    connectTimeout: 5_000,
+    connectTimeout,
     probe: { intervalMs: 300, timeoutMs: 1_000 },
   });
   const ejected: string[] = [];
   balancer.on('eject', (e, reason) => ejected.push(`${e.address}:${reason}`));
+  return { balancer, ejected };
+}
+
+test('setting up the connection is not the probe\'s time: a healthy endpoint whose TLS takes 1.5 s is not ejected by a 1-s probe timeout', async (t) => {
+  const server = await slowToConnect(1_500);
+  const { balancer, ejected } = probedBalancer(server.port, 5_000);
   try {
     await until(() => server.probes() >= 2, { what: 'two probes answered' });
     t.deepEqual(ejected, []);
@@ -147,16 +153,7 @@ test('setting up the connection is not the probe\'s time: a healthy endpoint who
 
 test('a black hole before TLS (the connect never completes) is still ejected as unreachable, by the connect timeout', async (t) => {
   const server = await slowToConnect(Infinity);
-  const balancer = createBalancer({
-    origin: `https://${APISERVER_NAME}:${server.port}`,
-    target: `static:///127.0.0.2:${server.port}`,
-    tls: { ca: certs.ca },
-    hedge: false,
-    connectTimeout: 500,
-    probe: { intervalMs: 300, timeoutMs: 1_000 },
-  });
-  const ejected: string[] = [];
-  balancer.on('eject', (e, reason) => ejected.push(`${e.address}:${reason}`));
+  const { balancer, ejected } = probedBalancer(server.port, 500);
   try {
     // A wait, not a bound: a connect timeout our own stall explains gives no verdict, and the next probe decides.
     await until(() => ejected.length > 0, { what: 'the ejection' });

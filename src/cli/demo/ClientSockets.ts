@@ -23,7 +23,7 @@ export class ClientSockets {
   }
 
   /** Client sockets connected to `authority` (`host:port`) and not closed yet. */
-  openTo(authority: string): number {
+  #openTo(authority: string): number {
     let n = 0;
     for (const s of this.#open) if (!s.destroyed && `${s.remoteAddress}:${s.remotePort}` === authority) n++;
     return n;
@@ -32,7 +32,7 @@ export class ClientSockets {
   /** Resolves once no client socket to `authority` is open, or after `maxWaitMs`; true when none is. */
   async closedTo(authority: string, maxWaitMs: number): Promise<boolean> {
     const deadline = performance.now() + maxWaitMs;
-    while (this.openTo(authority) > 0) {
+    while (this.#openTo(authority) > 0) {
       if (performance.now() >= deadline) return false;
       await sleep(POLL_MS);
     }
