@@ -1,5 +1,5 @@
 import type { Endpoint } from '../balancer/Endpoint.ts';
-import type { Clock, ClockTimer } from '../clock.ts';
+import { PatientTimer, type Clock } from '../clock.ts';
 
 export interface HedgeSettings {
   /** Shortest wait before a hedge, ms. */
@@ -73,10 +73,7 @@ export class Hedging {
   /** Requests waiting, oldest first (a list through their `hedge*` fields: O(1) in and out). */
   #head: Hedgeable | undefined;
   #tail: Hedgeable | undefined;
-  #timer: ClockTimer | undefined;
-  #timerAt = 0;
-  /** The sweep due now was put off once, so that what our stall left unread is read first. */
-  #deferred = false;
+  readonly #timer: PatientTimer;
   readonly #wins = new WeakMap<Endpoint, number>();
   /**
    * Entries `lost` put in `#wins` and `heard` has not taken out (an endpoint collected meanwhile
@@ -91,6 +88,9 @@ export class Hedging {
     this.#clock = clock;
     this.#silent = silent;
     this.#delay = settings.maxDelayMs;
+    // Late by half the delay or more, a sweep waits for what our own stall left unread, so that our
+    // stall neither hedges every request in flight nor makes the endpoints look silent.
+    this.#timer = new PatientTimer(clock, (now) => this.#sweep(now), () => this.#delay / 2);
   }
 
   /** How long an endpoint that hedges keep beating must have answered nothing to be judged silent: twice the delay. */
@@ -121,10 +121,7 @@ export class Hedging {
     }
     const due = since + this.#delay;
     // One timer for all; rescheduled only when this one is due well before it would fire.
-    if (this.#timer !== undefined) {
-      if (this.#timerAt <= due + this.#delay / 8) return;
-      this.#clock.clearTimeout(this.#timer);
-    }
+    if (this.#timer.armed && this.#timer.dueAt <= due + this.#delay / 8) return;
     this.#schedule(due - this.#clock.now());
   }
 
@@ -205,23 +202,12 @@ export class Hedging {
   }
 
   close(): void {
-    if (this.#timer) this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#timer.clear();
     while (this.#head) this.cancel(this.#head);
   }
 
-  #sweep(): void {
-    this.#timer = undefined;
-    const now = this.#clock.now();
+  #sweep(now: number): void {
     const delay = this.#delay;
-    // Late by more than half the delay: we stalled (GC, a busy CPU), and timers run before the
-    // answers that came meanwhile are read. Put the sweep off until they are, once, so that our own
-    // stall neither hedges every request in flight nor makes the endpoints look silent.
-    if (!this.#deferred && now - this.#timerAt > delay / 2) {
-      this.#deferred = true;
-      return this.#schedule(1);
-    }
-    this.#deferred = false;
     const due = now - delay;
     const hedged: Hedgeable[] = [];
     let next = Infinity;
@@ -235,16 +221,14 @@ export class Hedging {
       // It may wait again (from a later time), which sets the timer.
       request.hedge();
     }
-    if (this.#timer !== undefined || !this.#head) return;
+    if (this.#timer.armed || !this.#head) return;
     if (next === Infinity) for (let request: Hedgeable | undefined = this.#head; request; request = request.hedgeNext) next = Math.min(next, request.hedgeSince!);
     // No sooner than an eighth of the delay: a sweep serves every request due by then.
     this.#schedule(Math.max(next + delay - now, delay / 8));
   }
 
   #schedule(ms: number): void {
-    const wait = Math.max(1, ms);
-    this.#timerAt = this.#clock.now() + wait;
-    this.#timer = this.#clock.setTimeout(() => this.#sweep(), wait);
+    this.#timer.arm(Math.max(1, ms));
   }
 
   #recompute(): void {

@@ -1,6 +1,6 @@
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { STALL_MS, stallMs } from '../balancer/load/LoadWeights.ts';
-import type { Clock, ClockTimer } from '../clock.ts';
+import { PatientTimer, type Clock } from '../clock.ts';
 
 /**
  * The longest wait (ms) between two looks while timed requests are in flight: the shortest stall
@@ -42,35 +42,32 @@ const MIN_LOOK_MS = 50;
  * requests that are not timed never count.
  */
 export class StallWatch {
-  readonly #clock: Clock;
   readonly #endpoints: () => Iterable<Endpoint>;
   readonly #suspect: (endpoint: Endpoint) => boolean;
-  readonly #fire = (): void => this.#look();
   /** The silence (its start, and how long it was) each suspected endpoint had when last suspected. */
   readonly #suspected = new WeakMap<Endpoint, { since: number; silent: number }>();
-  #timer: ClockTimer | undefined;
-  #timerAt = 0;
+  readonly #timer: PatientTimer;
   /** Timed requests in flight, all endpoints together (a look recounts them from the endpoints). */
   #inFlight = 0;
   /** When the last spell of timed requests in flight ended (−Infinity: none yet). */
   #idleAt = -Infinity;
   /** Whether the spell under way began more than a period after the last one ended. */
   #sparse = false;
-  /** The look due now was put off once, so that what our own stall left unread is read first. */
-  #deferred = false;
   #closed = false;
 
   /** `suspect`: probes the endpoint now; false when it could not (one under way, or not probed). */
   constructor(clock: Clock, endpoints: () => Iterable<Endpoint>, suspect: (endpoint: Endpoint) => boolean) {
-    this.#clock = clock;
     this.#endpoints = endpoints;
     this.#suspect = suspect;
+    // Late by half a period or more, a look waits for what our own stall left unread, so that our
+    // stall is no endpoint's.
+    this.#timer = new PatientTimer(clock, (now) => this.#look(now), () => STALL_WATCH_MS / 2);
   }
 
   /** A timed request started at clock time `now` (with `EndpointSet.timedStart`): the watch is armed if it is not. */
   started(now: number): void {
     if (this.#inFlight++ === 0) this.#sparse = now - this.#idleAt > STALL_WATCH_MS;
-    if (this.#timer === undefined && !this.#closed) this.#arm(STALL_WATCH_MS, now);
+    if (!this.#timer.armed && !this.#closed) this.#timer.arm(STALL_WATCH_MS, now);
   }
 
   /**
@@ -83,38 +80,20 @@ export class StallWatch {
   ended(now: number): void {
     if (this.#inFlight === 0 || --this.#inFlight > 0) return;
     this.#idleAt = now;
-    if (this.#sparse && this.#timer !== undefined) {
-      this.#clock.clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
+    if (this.#sparse) this.#timer.clear();
   }
 
   /** Whether the timer is set (for tests). */
   get armed(): boolean {
-    return this.#timer !== undefined;
+    return this.#timer.armed;
   }
 
   close(): void {
     this.#closed = true;
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#timer.clear();
   }
 
-  #arm(ms: number, now = this.#clock.now()): void {
-    this.#timerAt = now + ms;
-    this.#timer = this.#clock.setTimeout(this.#fire, ms);
-  }
-
-  #look(): void {
-    this.#timer = undefined;
-    const now = this.#clock.now();
-    // Late by half a period or more: we stalled (GC, a busy CPU), and timers run before the answers
-    // that came meanwhile are read. Look once those are, so that our stall is no endpoint's.
-    if (!this.#deferred && now - this.#timerAt >= STALL_WATCH_MS / 2) {
-      this.#deferred = true;
-      return this.#arm(1);
-    }
-    this.#deferred = false;
+  #look(now: number): void {
     let inFlight = 0;
     /** Until the first silence would become a stall if nothing is answered meanwhile (ms). */
     let next = STALL_WATCH_MS;
@@ -146,7 +125,7 @@ export class StallWatch {
     // a period from now, whichever is sooner, but not sooner than `MIN_LOOK_MS`: a stall is seen
     // when it begins rather than up to a period later, and a steady client still looks at most
     // every few hundred ms (its silences are short, so its stalls are a period or more away).
-    if (inFlight > 0 && !this.#closed) this.#arm(Math.max(MIN_LOOK_MS, next + 1), now);
+    if (inFlight > 0 && !this.#closed) this.#timer.arm(Math.max(MIN_LOOK_MS, next + 1), now);
     else this.#idleAt = now;
   }
 }

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
-import type { Clock, ClockTimer } from '../clock.ts';
+import { PatientTimer, type Clock } from '../clock.ts';
 import { classifyError } from './classifyError.ts';
 import type { ProbeResult } from './HealthTracker.ts';
 import type { OutcomeJudge } from './OutcomeJudge.ts';
@@ -138,17 +138,17 @@ class ProbeExchange implements Dispatcher.DispatchHandler {
   #resolve!: (statusCode: number) => void;
   #reject!: (error: Error) => void;
   #controller: Dispatcher.DispatchController | undefined;
-  #timer: ClockTimer | undefined;
-  /** When the timer was due, and when the last sign of life came (clock ms). */
-  #dueAt = 0;
+  readonly #timer: PatientTimer;
+  /** When the last sign of life came (clock ms). */
   #heardAt = 0;
-  #deferred = false;
   #statusCode = 0;
-  readonly #expire = (): void => this.#onTimer();
 
   constructor(clock: Clock, timeoutMs: number) {
     this.#clock = clock;
     this.#timeoutMs = timeoutMs;
+    // Late by a quarter of the timeout or more, the deadline waits for what our own stall left
+    // unread (a timeout so late would prove nothing anyway).
+    this.#timer = new PatientTimer(clock, (now) => this.#onTimer(now), () => timeoutMs / 4);
     this.answer = new Promise((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -157,11 +157,9 @@ class ProbeExchange implements Dispatcher.DispatchHandler {
 
   /** Again, with a new controller, when undici sends it anew (refused by a GOAWAY, on a new connection): its time starts afresh. */
   onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#stop();
     this.#controller = controller;
-    this.#deferred = false;
     this.#heardAt = this.#clock.now();
-    this.#arm(this.#timeoutMs);
+    this.#timer.arm(this.#timeoutMs, this.#heardAt);
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
@@ -174,38 +172,20 @@ class ProbeExchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    this.#stop();
+    this.#timer.clear();
     this.#resolve(this.#statusCode);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
-    this.#stop();
+    this.#timer.clear();
     this.#reject(error);
   }
 
-  #arm(ms: number): void {
-    this.#dueAt = this.#clock.now() + ms;
-    this.#timer = this.#clock.setTimeout(this.#expire, ms);
-  }
-
   /** One timer a probe: what was heard meanwhile moves the deadline instead of re-arming at every piece. */
-  #onTimer(): void {
-    this.#timer = undefined;
-    const now = this.#clock.now();
+  #onTimer(now: number): void {
     const quiet = now - this.#heardAt;
-    if (quiet < this.#timeoutMs) return this.#arm(this.#timeoutMs - quiet);
-    // Late by a quarter of the timeout or more: we stalled, and timers run before the answers that
-    // came meanwhile are read. Look once those are (a timeout so late would prove nothing anyway).
-    if (!this.#deferred && now - this.#dueAt >= this.#timeoutMs / 4) {
-      this.#deferred = true;
-      return this.#arm(1);
-    }
+    if (quiet < this.#timeoutMs) return this.#timer.arm(this.#timeoutMs - quiet, now);
     this.timedOut = true;
     this.#controller?.abort(new ProbeTimeoutError(`probe: no answer for ${this.#timeoutMs} ms`));
-  }
-
-  #stop(): void {
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
   }
 }
