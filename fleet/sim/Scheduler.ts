@@ -5,17 +5,6 @@ interface Event {
   run: (() => void) | undefined;
 }
 
-/** What `Scheduler.run` needs between its steps. */
-interface Run {
-  until: number;
-  /** The virtual millisecond of the last event or drain: a drain is due before time passes it. */
-  millisecond: number;
-  /** The events are done; only drains still owed are left. */
-  finishing: boolean;
-  resolve: () => void;
-  reject: (error: unknown) => void;
-}
-
 /**
  * Virtual time: a 4-ary min-heap of events ordered by (time, insertion), and the `Clock` every
  * simulated balancer runs on. Time moves only from event to event, so ten simulated minutes take
@@ -45,8 +34,6 @@ export class Scheduler implements Clock {
   #owed = 0;
   /** Events run so far (for the speed report). */
   events = 0;
-  /** The run under way. */
-  #run: Run | undefined;
 
   now(): number {
     return this.#now;
@@ -92,77 +79,38 @@ export class Scheduler implements Clock {
     this.#owed = DRAINS_PER_TOUCH;
   }
 
-  /**
-   * Runs events in order until virtual time `until` (ms); the clock ends at `until`. One run at a
-   * time: the promise settles when it is done (or rejects with what an event threw).
-   */
-  run(until: number): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.#run = { until, millisecond: Math.floor(this.#now), finishing: false, resolve, reject };
-      this.#step();
-    });
-  }
-
-  /** Runs events until a drain is due (then the drain's last hop calls it again) or the run is over. */
-  #step(): void {
-    const run = this.#run!;
-    try {
-      while (!run.finishing && this.#size > 0) {
-        const at = this.#at[0]!;
-        if (at > run.until) break;
-        if (this.#owed > 0 && at >= run.millisecond + 1) {
-          this.#owed--;
-          run.millisecond = Math.floor(at);
-          this.#drain(); // the continuations may schedule something sooner: the loop looks again after
-          return;
-        }
-        const next = this.#pop();
-        const callback = next.run;
-        if (callback === undefined) {
-          this.#cleared--;
-          continue;
-        }
-        next.run = undefined;
-        if (at > this.#now) {
-          this.#now = at;
-          run.millisecond = Math.floor(at);
-        }
-        this.events++;
-        callback();
-      }
-      // The events are done; the drains still owed run, and nothing they schedule runs in this run.
-      run.finishing = true;
-      if (this.#owed > 0) {
+  /** Runs events in order until virtual time `until` (ms); the clock ends at `until`. */
+  async run(until: number): Promise<void> {
+    let millisecond = Math.floor(this.#now);
+    while (this.#size > 0) {
+      const at = this.#at[0]!;
+      if (at > until) break;
+      if (this.#owed > 0 && at >= millisecond + 1) {
         this.#owed--;
-        this.#drain();
-        return;
+        millisecond = Math.floor(at);
+        await drainMicrotasks();
+        continue; // the continuations may have scheduled something sooner
       }
-      this.#now = Math.max(this.#now, run.until);
-      this.#run = undefined;
-      run.resolve();
-    } catch (error) {
-      this.#run = undefined;
-      run.reject(error);
+      const next = this.#pop();
+      const run = next.run;
+      if (run === undefined) {
+        this.#cleared--;
+        continue;
+      }
+      next.run = undefined;
+      if (at > this.#now) {
+        this.#now = at;
+        millisecond = Math.floor(at);
+      }
+      this.events++;
+      run();
     }
+    while (this.#owed > 0) {
+      this.#owed--;
+      await drainMicrotasks();
+    }
+    this.#now = Math.max(this.#now, until);
   }
-
-  /**
-   * Lets queued microtasks, and the ones they queue in turn, run `DRAIN_HOPS` hops deep, then goes
-   * on with the run one hop later — as `await` of an async function that awaits a resolved promise
-   * `DRAIN_HOPS` times would, the same number of microtask turns (so the same continuations run
-   * before the next event), but with a `then` per hop instead of an async function and its awaits
-   * per drain: a drain every simulated millisecond was a fifth of the bytes a run allocated.
-   */
-  #drain(): void {
-    this.#hops = 0;
-    void RESOLVED.then(this.#hop);
-  }
-
-  #hops = 0;
-  readonly #hop = (): void => {
-    if (++this.#hops <= DRAIN_HOPS) void RESOLVED.then(this.#hop);
-    else this.#step();
-  };
 
   /** Removes and returns the first event. */
   #pop(): Event {
@@ -254,3 +202,7 @@ const DRAIN_HOPS = 8;
 const COMPACT_MIN = 1024;
 const DRAINS_PER_TOUCH = 4;
 const RESOLVED = Promise.resolve();
+
+async function drainMicrotasks(): Promise<void> {
+  for (let i = 0; i < DRAIN_HOPS; i++) await RESOLVED;
+}
