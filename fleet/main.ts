@@ -2,7 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { table } from './report.ts';
+import { table, timingsTable } from './report.ts';
 import { runScenario } from './run.ts';
 import { scenarios } from './scenarios.ts';
 import { chart } from './svg.ts';
@@ -21,6 +21,7 @@ const { values } = parseArgs({
     'shutdown-delay': { type: 'string' },
     'probe-interval': { type: 'string' },
     json: { type: 'boolean', default: false },
+    timings: { type: 'boolean', default: false },
     out: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
@@ -29,7 +30,7 @@ const { values } = parseArgs({
 if (values.help) {
   console.log(`npm run fleet -- [--scenario NAME|all] [--clients N] [--apiservers N] [--seed N] [--minutes N]
                      [--strategies a,b] [--min-ttl MS] [--dns-ttl S] [--shutdown-delay S]
-                     [--probe-interval MS] [--json] [--out DIR]
+                     [--probe-interval MS] [--json] [--timings] [--out DIR]
 scenarios: ${Object.keys(scenarios).join(', ')}`);
   process.exit(0);
 }
@@ -43,7 +44,7 @@ const positive = (name: string, value: string | undefined): number => {
 const names = values.scenario === 'all' ? Object.keys(scenarios) : [values.scenario];
 const results = [];
 for (const name of names) {
-  const { result, charts } = await runScenario({
+  const { result, charts, timings } = await runScenario({
     scenario: name,
     clients: Math.round(positive('clients', values.clients)),
     apiservers: Math.round(positive('apiservers', values.apiservers)),
@@ -68,5 +69,6 @@ for (const name of names) {
     console.log(table(result));
     console.log(`simulated in ${result.wallSeconds} s wall, ${result.cpuSeconds} s CPU\n`);
   }
+  if (values.timings) (values.json ? console.error : console.log)(timingsTable(timings));
 }
 if (values.json) console.log(JSON.stringify(results.length === 1 ? results[0] : results, null, 2));

@@ -1,6 +1,6 @@
 import { dnsRates, finalMaxMin, maxMin, RATE_WINDOW, requestRates, settleSeconds, watchCounts } from './sim/analysis.ts';
 import type { RunOptions, Scenario, StrategyRun } from './sim/Fleet.ts';
-import type { StrategyOutcome } from './run.ts';
+import type { ScenarioTimings, StrategyOutcome } from './run.ts';
 
 /** Settled: max/min at most this (issue 15). */
 const SETTLED = 1.2;
@@ -172,6 +172,24 @@ export function table(result: ScenarioResult): string {
   const lines = rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '));
   lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
   return `${result.title}\n${result.clients} clients × ${result.apiservers} apiservers, seed ${result.seed}, ${result.minutes} simulated minutes\n\n${lines.join('\n')}\n`;
+}
+
+/**
+ * `--timings`: each worker's phases (s from the scenario's start) and CPU, and the process's CPU by
+ * thread — what the wall is made of besides the strategies' own CPU seconds.
+ */
+export function timingsTable(t: ScenarioTimings): string {
+  const s = (n: number): string => n.toFixed(2);
+  const header = ['strategy', 'spawned', 'started', 'posted', 'received', 'load CPU', 'run CPU', 'thread CPU'];
+  const rows = [header, ...t.workers.map((w) => [w.id, s(w.spawned), s(w.started), s(w.posted), s(w.received), s(w.loadCpuSeconds), s(w.runCpuSeconds), s(w.threadCpuSeconds)])];
+  const widths = header.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const lines = rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '));
+  const workers = t.workers.reduce((sum, w) => sum + w.threadCpuSeconds, 0);
+  const others = t.processCpuSeconds - workers - t.mainThreadCpuSeconds;
+  lines.push(
+    `process CPU ${s(t.processCpuSeconds)} s in ${s(t.wallSeconds)} s wall: worker threads ${s(workers)}, main thread ${s(t.mainThreadCpuSeconds)}, other threads (V8's GC and compiler) ${s(others)}`,
+  );
+  return `timings (s from the start; CPU s)\n${lines.join('\n')}\n`;
 }
 
 function discoveryLoad(meter: StrategyRun['meter']): StrategyResult['discoveryLoad'] {

@@ -32,11 +32,57 @@ export interface FleetArgs {
   parallel?: number;
 }
 
+/** Where a worker's wall time went (`--timings`): what the result's CPU seconds leave out. */
+export interface WorkerTimings {
+  /** Epoch ms when the worker's modules were loaded and its run began. */
+  startedAt: number;
+  /** The worker thread's CPU until then (module loading and compiling). */
+  loadCpuSeconds: number;
+  /** The worker thread's CPU in all, summary included. */
+  threadCpuSeconds: number;
+  /** Epoch ms when it posted its outcome. */
+  postedAt: number;
+}
+
+/** One strategy's worker, as `--timings` reports it; times in s from the scenario's start. */
+export interface WorkerPhase {
+  id: string;
+  spawned: number;
+  started: number;
+  posted: number;
+  received: number;
+  loadCpuSeconds: number;
+  runCpuSeconds: number;
+  threadCpuSeconds: number;
+}
+
+/**
+ * The scenario's CPU by thread: the workers' own threads, this thread, and the rest of the process
+ * (V8's platform threads: concurrent and parallel GC, background compiling).
+ */
+export interface ScenarioTimings {
+  wallSeconds: number;
+  processCpuSeconds: number;
+  mainThreadCpuSeconds: number;
+  workers: WorkerPhase[];
+}
+
 /** One strategy's outcome: its figures and what its chart needs. */
 export interface StrategyOutcome {
   id: string;
   result: StrategyResult;
   chart: ChartRun;
+  /** Set by a worker thread. */
+  timings?: WorkerTimings;
+}
+
+export function cpuSeconds(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1e6;
+}
+
+/** Milliseconds since the epoch, comparable between threads (each has its own `performance.timeOrigin`). */
+export function epochMs(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 function runOptions(args: FleetArgs): RunOptions {
@@ -60,14 +106,15 @@ function runOptions(args: FleetArgs): RunOptions {
  * Runs one scenario under each strategy (each in its own world, same seed), `parallel` at a time in
  * worker threads (default: as many as there are cores).
  */
-export async function runScenario(args: FleetArgs): Promise<{ result: ScenarioResult; charts: ChartRun[] }> {
+export async function runScenario(args: FleetArgs): Promise<{ result: ScenarioResult; charts: ChartRun[]; timings: ScenarioTimings }> {
   const scenario = scenarios[args.scenario];
   if (!scenario) throw new Error(`unknown scenario ${args.scenario}; one of ${Object.keys(scenarios).join(', ')}`);
   const options = runOptions(args);
   const ids = args.strategies ?? scenario.strategies ?? defaultStrategies;
   for (const id of ids) if (!strategies[id]) throw new Error(`unknown strategy ${id}; one of ${Object.keys(strategies).join(', ')}`);
   const cpu = process.cpuUsage();
-  const wall = performance.now();
+  const mainCpu = process.threadCpuUsage();
+  const began = epochMs();
   const parallel = Math.max(1, Math.min(args.parallel ?? availableParallelism(), ids.length));
   const outcomes = new Array<StrategyOutcome>(ids.length);
   // Longest first, by what each costs (5,000 clients × 10 minutes: the default policy ~77 s of CPU,
@@ -81,6 +128,7 @@ export async function runScenario(args: FleetArgs): Promise<{ result: ScenarioRe
   const order = ids.map((_, i) => i).sort((a, b) => cost(ids[b]!) - cost(ids[a]!));
   let next = 0;
   let workerCpu = 0;
+  const phases: WorkerPhase[] = [];
   const lane = async (): Promise<void> => {
     while (next < ids.length) {
       const i = order[next++]!;
@@ -90,15 +138,23 @@ export async function runScenario(args: FleetArgs): Promise<{ result: ScenarioRe
         const { seconds, servers, requests, watches, ready, dns } = run.meter;
         outcomes[i] = { id, result: summarize(run), chart: { label: run.strategy.label, marks: run.marks, series: { seconds, servers, requests, watches, ready, dns } } };
       } else {
-        outcomes[i] = await inWorker(args.scenario, id, options);
-        workerCpu += outcomes[i].result.cpuSeconds;
+        const spawned = epochMs();
+        const outcome = await inWorker(args.scenario, id, options);
+        const received = epochMs();
+        const t = outcome.timings!;
+        const at = (ms: number): number => (ms - began) / 1000;
+        phases.push({ id, spawned: at(spawned), started: at(t.startedAt), posted: at(t.postedAt), received: at(received), loadCpuSeconds: t.loadCpuSeconds, runCpuSeconds: outcome.result.cpuSeconds, threadCpuSeconds: t.threadCpuSeconds });
+        delete outcome.timings;
+        outcomes[i] = outcome;
+        workerCpu += outcome.result.cpuSeconds;
       }
     }
   };
   await Promise.all(Array.from({ length: parallel }, lane));
-  const used = process.cpuUsage(cpu);
-  const cpuSeconds = parallel === 1 ? (used.user + used.system) / 1e6 : workerCpu;
-  return { result: scenarioResult(scenario, options, outcomes, (performance.now() - wall) / 1000, cpuSeconds), charts: outcomes.map((o) => o.chart) };
+  const processCpu = cpuSeconds(process.cpuUsage(cpu));
+  const wallSeconds = (epochMs() - began) / 1000;
+  const timings: ScenarioTimings = { wallSeconds, processCpuSeconds: processCpu, mainThreadCpuSeconds: cpuSeconds(process.threadCpuUsage(mainCpu)), workers: phases };
+  return { result: scenarioResult(scenario, options, outcomes, wallSeconds, parallel === 1 ? processCpu : workerCpu), charts: outcomes.map((o) => o.chart), timings };
 }
 
 const YOUNG_GENERATION_MB = 192;
