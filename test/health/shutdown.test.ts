@@ -9,6 +9,7 @@ import { sendJson } from '../../fixtures/server/TestServer.ts';
 import { createBalancer, type Balancer } from '../../src/index.ts';
 import { cluster as testServers, ORIGIN } from '../helpers/balancer.ts';
 import { load } from '../helpers/load.ts';
+import { until } from '../helpers/poll.ts';
 
 const CM = '/api/v1/namespaces/default/configmaps';
 
@@ -101,3 +102,39 @@ for (const [what, status, headers, expectRetry] of [
     }
   });
 }
+
+test('a connection whose TLS handshake completes after the shutdown began (never sent a GOAWAY, as Go does): the POST waiting for it meets the 503 and is created once elsewhere', async (t) => {
+  const cluster = await ApiserverCluster.start({ hosts: ['127.0.0.2', '127.0.0.3'] });
+  const origin = cluster.instances[0]!.url;
+  const balancer = createBalancer({ origin, target: cluster.target, tls: { ca: certs.ca }, probe: false, hedge: false });
+  const send = (name: string) => call(balancer, origin, 'POST', CM, { metadata: { name } }, cluster.token);
+  const leaving = cluster.instances[0]!;
+  try {
+    // The first connection to `leaving` stalls before its handshake, with a POST waiting for it
+    // (round robin from a random start: within two POSTs).
+    const held = leaving.holdNewConnections();
+    const posts = [send('p-0')];
+    await Promise.race([posts[0], until(() => held.held === 1)]);
+    if (held.held === 0) {
+      posts.push(send('p-1'));
+      await until(() => held.held === 1, { what: 'a POST waiting for a connection to the leaving apiserver' });
+    }
+    // Its handshake completes once the shutdown has begun and before its GOAWAYs go out (5 s later).
+    const stopped = leaving.shutdown({ drainMs: 5_000, timeoutMs: 60_000 });
+    await leaving.waitForState('draining');
+    held.release();
+    const results = await Promise.all(posts);
+    t.deepEqual(results.map((r) => r.status), posts.map(() => 201));
+    t.is(leaving.counters.shutdownRejected, 1, 'the POST on the new connection met the 503');
+    await until(() => leaving.shutdownPhase === 'closing', { what: 'the GOAWAYs to go out' });
+    t.is(leaving.counters.goaways, 0, 'the connection made after the shutdown began was never told');
+    const names = cluster.store.list(RESOURCES.configmaps, 'default').items.map((c) => c.metadata.name).sort();
+    t.deepEqual(names, posts.map((_, i) => `p-${i}`), 'each created once');
+    // Shutdown waits for that connection until its timeout: closing the balancer lets the process exit.
+    await balancer.close();
+    await stopped;
+  } finally {
+    await balancer.close();
+    await cluster.close();
+  }
+});

@@ -33,7 +33,11 @@ test('informers over lagging watch caches, with watches moved between apiservers
   const kc = new KubeConfig();
   kc.loadFromString(cluster.kubeconfig());
   // Quick probes and rebalancing: restarted apiservers are back, and take watches, within the run.
-  const attachment = await attachToKubeConfig(kc, { target: cluster.target, probe: { intervalMs: 200 }, rebalanceWatches: { maxPerSecond: 20 } });
+  // Ejections at the same scale: the runs restart each apiserver a dozen times in two minutes, and
+  // each restart a request meets while it is down ejects it for twice as long as the last (the
+  // count is forgiven after 4 × maxEjectionMs); with the default 30-s cap a loaded run's fifth
+  // ejection (16.8 s seen, load 23) outlasted the 15-s wait for every apiserver back.
+  const attachment = await attachToKubeConfig(kc, { target: cluster.target, probe: { intervalMs: 200 }, rebalanceWatches: { maxPerSecond: 20 }, maxEjectionMs: 4_000 });
   if (!attachment.attached) throw new Error(attachment.reason);
   const balancer = attachment.balancer!;
   const core = kc.makeApiClient(CoreV1Api);

@@ -11,10 +11,14 @@ const POLL_MS = 5;
  * path, and on a loaded machine it can reach the client socket well after the crash returned.
  */
 export class ClientSockets {
-  readonly #open = new Set<Socket>();
+  /** Each connected socket not closed yet, with the `host:port` it connected to. */
+  readonly #open = new Map<Socket, string>();
   readonly #onSocket = (message: unknown): void => {
     const socket = (message as { socket: Socket }).socket;
-    this.#open.add(socket);
+    // Where it goes is read once it connects, and kept: once a peer's RST has reached the kernel,
+    // and until this process reads it, `remoteAddress` is undefined (getpeername fails), so a
+    // socket the crash had just reset looked closed already and the workloads resumed onto it.
+    socket.once('connect', () => this.#open.set(socket, `${socket.remoteAddress}:${socket.remotePort}`));
     socket.once('close', () => this.#open.delete(socket));
   };
 
@@ -25,7 +29,7 @@ export class ClientSockets {
   /** Client sockets connected to `authority` (`host:port`) and not closed yet. */
   #openTo(authority: string): number {
     let n = 0;
-    for (const s of this.#open) if (!s.destroyed && `${s.remoteAddress}:${s.remotePort}` === authority) n++;
+    for (const [socket, to] of this.#open) if (!socket.destroyed && to === authority) n++;
     return n;
   }
 
