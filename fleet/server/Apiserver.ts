@@ -168,8 +168,10 @@ export interface ApiserverMeter {
   afterSigterm(server: number): void;
 }
 
-const SHUTDOWN_429_BODY = '{"kind":"Status","apiVersion":"v1","status":"Failure","message":"The apiserver is shutting down, please try again later.","reason":"TooManyRequests","code":429}';
-const APF_429_BODY = '{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Too many requests, please try again later.","reason":"TooManyRequests","code":429}';
+// Both 429s are Go's `http.Error` text, not a Status (k8s.io/apiserver pkg/server/filters/with_retry_after.go,
+// priority-and-fairness.go; research/landscape-2026.md "Graceful shutdown", "APF 429 semantics").
+const SHUTDOWN_429_BODY = 'The apiserver is shutting down, please try again later.\n';
+const APF_429_BODY = 'Too many requests, please try again later.\n';
 const GONE_BODY = '{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version","reason":"Expired","code":410}';
 
 /**
@@ -274,9 +276,10 @@ export class Apiserver {
     if ((this.state === 'terminating' || this.state === 'closing') && exchange.kind !== 'watch' && !exchange.discovery) this.#meter.afterSigterm(this.index);
     const stream = new Stream(connection, exchange);
     if (this.state === 'closing' && this.config.sendRetryAfter) {
-      // WithRetryAfter: 429 + Retry-After: 5 + Connection: close (GOAWAY on HTTP/2).
+      // WithRetryAfter: 429 + Retry-After: 5 + Connection: close, which Go's HTTP/2 server removes
+      // from the response and turns into a GOAWAY: the client sees the GOAWAY and the body's words.
       connection.goawayAt = Math.min(connection.goawayAt, now + this.config.rttMs);
-      this.#answer(stream, 429, { 'retry-after': '5', connection: 'close' }, SHUTDOWN_429_BODY, this.config.rttMs);
+      this.#answer(stream, 429, SHUTDOWN_429_HEADERS, SHUTDOWN_429_BODY, this.config.rttMs);
       return undefined;
     }
     connection.add(stream);
@@ -405,7 +408,8 @@ export class Apiserver {
       }
       stream.state = 'watching';
       (exchange.discovery ? this.#discoveryWatches : this.#watches).add(stream);
-      this.#deliver(stream, 200, this.#goaway(stream.connection), '');
+      this.#goaway(stream.connection);
+      this.#deliver(stream, 200, NO_HEADERS, '');
       stream.timer = this.#clock.setTimeout(() => {
         stream.timer = undefined;
         this.cancel(stream);
@@ -415,18 +419,20 @@ export class Apiserver {
     }
     stream.state = 'done';
     stream.connection.delete(stream);
-    this.#deliver(stream, 200, this.#goaway(stream.connection), '');
+    this.#goaway(stream.connection);
+    this.#deliver(stream, 200, NO_HEADERS, '');
   }
 
-  /** `--goaway-chance`: this response carries `Connection: close`, which Go's HTTP/2 server turns into GOAWAY. */
-  #goaway(connection: Connection): Record<string, string> {
+  /**
+   * `--goaway-chance`: the filter sets `Connection: close` on this response, which Go's HTTP/2 server
+   * deletes from the headers and turns into a GOAWAY (research/k8s.md §3.2).
+   */
+  #goaway(connection: Connection): void {
     if (this.config.goawayChance > 0 && this.#random() < this.config.goawayChance) {
       const now = this.#clock.now();
       connection.goawaySentAt = Math.min(connection.goawaySentAt, now);
       connection.goawayAt = Math.min(connection.goawayAt, now + this.config.rttMs / 2);
-      return GOAWAY_HEADERS;
     }
-    return NO_HEADERS;
   }
 
   /**
@@ -509,4 +515,4 @@ export class Apiserver {
 }
 
 const NO_HEADERS: Record<string, string> = {};
-const GOAWAY_HEADERS: Record<string, string> = { connection: 'close' };
+const SHUTDOWN_429_HEADERS: Record<string, string> = { 'retry-after': '5' };

@@ -60,7 +60,7 @@ const DEFAULT_THROTTLE_MS = 1_000;
  *
  *   ready ──connect/TLS failure, N×5xx──► ejected ──timer──► probing ──probation ok──► ready
  *     │  ╲──429 (APF)──► ejected(throttled) ──Retry-After──► ready        └──fails──► ejected (longer)
- *     └──failing probe, shutdown 429──► draining ──2 passing probes──► ready
+ *     └──failing probe (any state), shutdown 429──► draining ──2 passing probes──► ready
  */
 export class HealthTracker {
   readonly #settings: HealthSettings;
@@ -179,8 +179,11 @@ export class HealthTracker {
     }
     if (result === 'fail') {
       h.probePasses = 0;
-      if (endpoint.state === 'ready') this.#drain(endpoint, h, 'probe');
-      else if (endpoint.state === 'probing') this.#eject(endpoint, h, 'probe');
+      // It answers, and is not ready: shutting down, or restarted and not yet through its
+      // post-start hooks, while it already serves. Whatever its state, it drains, and only
+      // passing probes bring it back: an ejected endpoint's probation (a caller's request, which
+      // a not-ready apiserver serves) would have restored it while /readyz still failed.
+      if (endpoint.state !== 'draining') this.#drain(endpoint, h, 'probe');
       return;
     }
     h.probePasses++;

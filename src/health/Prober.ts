@@ -122,8 +122,13 @@ export class Prober {
       if (slot.probing) continue;
       const endpoint = slot.endpoint;
       const sinceSuccess = now - endpoint.lastSuccessAt;
+      // An endpoint back for less than an interval is probed however fresh: a probation request
+      // proves it answers, not that /readyz passes (a restarted apiserver serves before it is ready).
       const fresh =
-        endpoint.state === 'ready' && sinceSuccess < intervalMs && (endpoint.inFlight === endpoint.streams || sinceSuccess < QUIET_PART_OF_TIMEOUT * timeoutMs);
+        endpoint.state === 'ready' &&
+        sinceSuccess < intervalMs &&
+        now - endpoint.readySince >= intervalMs &&
+        (endpoint.inFlight === endpoint.streams || sinceSuccess < QUIET_PART_OF_TIMEOUT * timeoutMs);
       if (fresh && slot.skipped < MAX_SKIPS) {
         slot.skipped++;
         continue;

@@ -139,6 +139,26 @@ test('a failing probe drains; two passing probes bring it back', (t) => {
   t.deepEqual(events, ['drain 10.0.0.1 probe', 'restore 10.0.0.1 probe']);
 });
 
+test('a failing probe drains an ejected or probing endpoint too: it answers, not ready (a restarted apiserver), and only passing probes bring it back, not a probation request', (t) => {
+  const { clock, endpoints, events, health } = setup();
+  const [a, b] = endpoints;
+  health.connectFailure(a!, 'connect');
+  health.probeResult(a!, 'fail');
+  t.is(a!.state, 'draining');
+  clock.advance(60_000);
+  t.is(a!.state, 'draining', 'no ejection timer left to put it in probation');
+  t.is(health.takeProbation(), undefined);
+  health.connectFailure(b!, 'connect');
+  clock.advance(1000);
+  t.is(b!.state, 'probing');
+  health.probeResult(b!, 'fail');
+  t.is(b!.state, 'draining');
+  health.probeResult(a!, 'pass');
+  health.probeResult(a!, 'pass');
+  t.is(a!.state, 'ready');
+  t.deepEqual(events, ['eject 10.0.0.1 connect 1000', 'drain 10.0.0.1 probe', 'eject 10.0.0.2 connect 1000', 'drain 10.0.0.2 probe', 'restore 10.0.0.1 probe']);
+});
+
 test('a probe with no answer ejects; after the ejection one passing probe brings it back', (t) => {
   const { clock, endpoints, events, health } = setup();
   const e = endpoints[0]!;

@@ -111,6 +111,17 @@ test('open watches are not requests waiting for an answer: an endpoint holding o
   prober.close();
 });
 
+test('an endpoint back for less than an interval is probed however fresh its success: a probation request does not prove /readyz passes', async (t) => {
+  const { clock, target, health, prober, probedAt, advance } = setup();
+  const start = clock.now();
+  // Restored (its probation request succeeded) 200 ms before the first tick, then busy and answering.
+  await advance(300);
+  target.readySince = clock.now();
+  await advance(2 * INTERVAL, () => health.success(target));
+  t.deepEqual(probedAt, [start + INTERVAL / 2], 'the first tick probes it; the next, an interval after its return, skips');
+  prober.close();
+});
+
 test('ejected and draining endpoints are probed every interval, however fresh their last success', async (t) => {
   for (const state of ['ejected', 'draining'] as const) {
     const { target, health, prober, probedAt, advance } = setup();

@@ -107,3 +107,19 @@ test('all 3 throttled: callers get the 429 with its Retry-After, after one attem
     await close();
   }
 });
+
+test('1 of 3 saturated (APF seats: 2 seats, a queue of 2, a 150 ms wait): its queued requests are served late, its 429s (full queue, wait too long) go elsewhere; no caller sees one', async (t) => {
+  const { cluster, send, close } = await setup();
+  try {
+    cluster.setModes({ latencyMs: 20 });
+    const saturated = cluster.instances[0]!;
+    saturated.setModes({ apfSeats: 2, apfQueueLength: 2, apfQueueWaitMs: 150, latencyMs: 120 });
+    const results = await load(300, 12, (i) => send(i % 2 ? 'POST' : 'GET', i));
+    t.deepEqual(results.filter((r) => r.error || (r.value!.status !== 200 && r.value!.status !== 201)).map((r) => r.value?.status ?? String(r.error)), []);
+    const { apfQueued, apfRejected } = saturated.counters;
+    t.log(`requests served per instance: ${served(cluster).join('/')}; the saturated one queued ${apfQueued}, rejected ${apfRejected}`);
+    t.true(apfQueued + apfRejected > 0, 'the seats were exhausted at least once');
+  } finally {
+    await close();
+  }
+});
