@@ -176,7 +176,8 @@ function findings(): string[] {
     'core, its slots downstream idle (*servers free* with even shares) and the p99 *rest* grows; and the',
     'client process descheduled mid-GC (collections of 70–100 ms at load 9).',
     '',
-    '**The light-load noise floor** (a Pool to one 20-ms server, no balancer: p99 25.6–31.7 ms in quiet runs).',
+    '**The light-load noise floor** (a Pool to one 20-ms server, no balancer: p99 25.6–31.7 ms in quiet runs',
+    'on the machine before 2026-12-02 04:28 UTC, 24.2–24.4 ms on the faster one since: see the runs table).',
     'Each of the three servers is its own process (no shared event loop). Split by `x-served` (load ~11): the',
     'server held the p99 request 33–41 ms (its 20 ms, a timer fired late when its process was not run, and',
     'now and then a queue: one server takes all 110 req/s on 4 slots, and a client stall sends a burst), the',
@@ -190,8 +191,16 @@ function findings(): string[] {
     'saturated figure is 1.01–1.04 (the quiet runs of 2026-12-02): the ideal counts 20.0 ms a request, the',
     'corrected timer aims at the mean lateness (so it holds a little under 20 ms when lateness varies), and',
     'the count takes in requests finishing in the window\'s last service time. Read the clients against each',
-    'other in the same run: on equal servers kube-balancer\'s default came to 0.994 / 0.988 of undici',
-    'BalancedPool\'s in this file\'s two runs (0.995 / 0.997 / 0.998 in three quiet runs of the stop before).',
+    'other in the same run: on equal servers kube-balancer\'s default came to 1.001 / 0.996 of undici',
+    'BalancedPool\'s in this file\'s two runs (0.994 / 0.988 in the two quiet runs of the stop before).',
+    '',
+    '**The machine.** The virtual machine behind these runs changed on 2026-12-02 at 04:28 UTC: still two',
+    'AMD EPYC cores, but faster (the fleet simulation needs 0.57× the CPU it did). Both runs here are on the',
+    'new one; figures from before do not compare, so only these two are kept.',
+    '',
+    '**One black-hole outlier.** In run 2 one GET of the default client took 2,871 ms (it succeeded; 10',
+    'hedges and 1 retry in that cell). 26 further cells of the same client alone (`BENCH_ONLY=blackhole`,',
+    '`BENCH_ROUNDS`) had a slowest GET of 77–92 ms. Its cause is not found yet.',
   ];
 }
 
