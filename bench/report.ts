@@ -199,8 +199,9 @@ function findings(): string[] {
     'new one; figures from before do not compare, so only these two are kept.',
     '',
     '**One black-hole outlier.** In run 2 one GET of the default client took 2,871 ms (it succeeded; 10',
-    'hedges and 1 retry in that cell). 26 further cells of the same client alone (`BENCH_ONLY=blackhole`,',
-    '`BENCH_ROUNDS`) had a slowest GET of 77–92 ms. Its cause is not found yet.',
+    'hedges and 1 retry in that cell). 29 further cells (26 of that client alone, 3 with every client in',
+    'turn; `BENCH_ONLY=blackhole`, `BENCH_ROUNDS`) had a slowest GET of 77–92 ms and no retry. Its cause is',
+    'not found yet.',
   ];
 }
 
