@@ -24,10 +24,15 @@ class HandClock implements Clock {
   }
 }
 
-test('a timer fired on time calls back at once, with the time it ran at', (t) => {
+/** A timer put off when 50 ms late or more, on a `HandClock`; `calls`: the times its callback ran at. */
+function patient(): { clock: HandClock; calls: number[]; timer: PatientTimer } {
   const clock = new HandClock();
   const calls: number[] = [];
-  const timer = new PatientTimer(clock, (now) => calls.push(now), () => 50);
+  return { clock, calls, timer: new PatientTimer(clock, (now) => calls.push(now), () => 50) };
+}
+
+test('a timer fired on time calls back at once, with the time it ran at', (t) => {
+  const { clock, calls, timer } = patient();
   timer.arm(100);
   t.true(timer.armed);
   t.is(timer.dueAt, 100);
@@ -37,9 +42,7 @@ test('a timer fired on time calls back at once, with the time it ran at', (t) =>
 });
 
 test('a timer fired late by lateMs or more waits 1 ms once, so that what came meanwhile is read first, then calls back', (t) => {
-  const clock = new HandClock();
-  const calls: number[] = [];
-  const timer = new PatientTimer(clock, (now) => calls.push(now), () => 50);
+  const { clock, calls, timer } = patient();
   timer.arm(100);
   clock.fireAt(150);
   t.deepEqual(calls, [], 'put off');
@@ -53,9 +56,7 @@ test('a timer fired late by lateMs or more waits 1 ms once, so that what came me
 });
 
 test('rearming forgets a deferral, and clear stops it', (t) => {
-  const clock = new HandClock();
-  const calls: number[] = [];
-  const timer = new PatientTimer(clock, (now) => calls.push(now), () => 50);
+  const { clock, calls, timer } = patient();
   timer.arm(100);
   clock.fireAt(200);
   timer.arm(10, 200);

@@ -3,12 +3,10 @@
 // server never processed: it must reach an apiserver all the same, whatever its method.
 import { setTimeout as sleep } from 'node:timers/promises';
 import test from 'ava';
-import * as undici from 'undici';
 import { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
 import { certs } from '../../fixtures/certs/index.ts';
 import { createBalancer } from '../../src/index.ts';
-
-const CM = '/api/v1/namespaces/default/configmaps';
+import { listOrCreate } from '../helpers/configMaps.ts';
 
 test('idle GOAWAYs: requests sent around the moment each idle connection goes all succeed, GET and POST, and no endpoint is ejected', async (t) => {
   const idleTimeoutMs = 60;
@@ -22,19 +20,8 @@ test('idle GOAWAYs: requests sent around the moment each idle connection goes al
   try {
     const failures: string[] = [];
     for (let i = 0; i < 60; i++) {
-      const post = i % 2 === 1;
-      try {
-        const res = await undici.request(`${origin}${CM}${post ? '' : `?i=${i}`}`, {
-          dispatcher: balancer,
-          method: post ? 'POST' : 'GET',
-          headers: { ...cluster.authHeaders, 'content-type': 'application/json' },
-          ...(post ? { body: JSON.stringify({ metadata: { name: `cm-${i}` } }) } : {}),
-        });
-        await res.body.dump();
-        if (res.statusCode !== 200 && res.statusCode !== 201) failures.push(`${i}: ${res.statusCode}`);
-      } catch (err) {
-        failures.push(`${i}: ${(err as Error).message}`);
-      }
+      const failure = await listOrCreate(cluster, origin, balancer, i);
+      if (failure) failures.push(failure);
       // Around the idle timeout of the connection this request used: now before it, now after.
       await sleep(idleTimeoutMs * (0.8 + 0.4 * ((i * 7) % 10) / 10));
     }

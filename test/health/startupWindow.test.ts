@@ -3,12 +3,10 @@
 // balancer that knows its endpoints otherwise (static, DNS) must not send it requests meanwhile.
 import { setTimeout as sleep } from 'node:timers/promises';
 import test from 'ava';
-import * as undici from 'undici';
 import { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
 import { certs } from '../../fixtures/certs/index.ts';
 import { createBalancer } from '../../src/index.ts';
-
-const CM = '/api/v1/namespaces/default/configmaps';
+import { listOrCreate } from '../helpers/configMaps.ts';
 
 test('a crashed apiserver restarted with a 7 s not-ready window gets no request until /readyz passes, then takes its share again; nothing fails', async (t) => {
   const cluster = await ApiserverCluster.start();
@@ -38,20 +36,9 @@ test('a crashed apiserver restarted with a 7 s not-ready window gets no request 
   const send = async (): Promise<void> => {
     while (!stop) {
       const n = i++;
-      const post = n % 2 === 1;
       const counts = crashed;
-      try {
-        const res = await undici.request(`${origin}${CM}${post ? '' : `?i=${n}`}`, {
-          dispatcher: balancer,
-          method: post ? 'POST' : 'GET',
-          headers: { ...cluster.authHeaders, 'content-type': 'application/json' },
-          ...(post ? { body: JSON.stringify({ metadata: { name: `cm-${n}` } }) } : {}),
-        });
-        await res.body.dump();
-        if (counts && res.statusCode !== 200 && res.statusCode !== 201) failures.push(`${n}: ${res.statusCode}`);
-      } catch (err) {
-        if (counts) failures.push(`${n}: ${(err as Error).message}`);
-      }
+      const failure = await listOrCreate(cluster, origin, balancer, n);
+      if (counts && failure) failures.push(failure);
       await sleep(5);
     }
   };

@@ -38,3 +38,24 @@ export async function configMapCluster(count: number, options: (cluster: Apiserv
     },
   };
 }
+
+/**
+ * Call `n` of a mixed workload through `dispatcher`: an odd `n` creates ConfigMap `cm-n` (a POST,
+ * which may not be retried once sent), an even one lists the ConfigMaps. What went wrong (`n: status`
+ * or `n: error`), or undefined when it succeeded.
+ */
+export async function listOrCreate(cluster: ApiserverCluster, origin: string, dispatcher: undici.Dispatcher, n: number): Promise<string | undefined> {
+  const post = n % 2 === 1;
+  try {
+    const res = await undici.request(`${origin}/api/v1/namespaces/default/configmaps${post ? '' : `?i=${n}`}`, {
+      dispatcher,
+      method: post ? 'POST' : 'GET',
+      headers: { ...cluster.authHeaders, 'content-type': 'application/json' },
+      ...(post ? { body: JSON.stringify({ metadata: { name: `cm-${n}` } }) } : {}),
+    });
+    await res.body.dump();
+    return res.statusCode === 200 || res.statusCode === 201 ? undefined : `${n}: ${res.statusCode}`;
+  } catch (err) {
+    return `${n}: ${(err as Error).message}`;
+  }
+}
