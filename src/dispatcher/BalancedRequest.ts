@@ -137,7 +137,18 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     // A lagging endpoint's pick is measured by a copy; the caller's request goes elsewhere (Explore.ts).
     if (endpoint.lagging && this.timed && this.#replayable) endpoint = explore(this.host, endpoint, this.#route, this.#opts, this) ?? endpoint;
     this.#send(endpoint, false);
-    if (probationOk && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
+    this.#mayHedgeLater();
+  }
+
+  /**
+   * The attempt now in flight alone may be hedged once it has been silent for the delay: a first
+   * attempt, a retry (a sweep that came while a held-back 5xx was read dropped the request), or
+   * the one left when its rival was out (a hedge refused by a crashed apiserver not yet ejected
+   * left the GET on a black hole until that was ejected). `hedge`'s attempt limit and the retry
+   * budget still bound how many go out.
+   */
+  #mayHedgeLater(): void {
+    if (this.#probationOk() && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
   }
 
   /** No response after the hedge delay: the same request goes to a second endpoint too, if the retry budget allows. */
@@ -179,7 +190,6 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     const rival = this.#rival;
     if (!rival) return true;
     if (this.#rejection(statusCode)) {
-      (this.#tried ??= new Set()).add(attempt.endpoint);
       this.#raceGoesOnWithout(attempt, rival);
       return false;
     }
@@ -194,10 +204,13 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
 
   /** One of two racing attempts is out (it failed, or was rejected): the other carries on alone. */
   #raceGoesOnWithout(out: Attempt, rival: Attempt): void {
+    (this.#tried ??= new Set()).add(out.endpoint);
     this.#rival = undefined;
     const other = rival === out ? this.#attempt! : rival;
     this.#attempt = other;
     if (other.controller) this.target = other.controller;
+    this.#hedged = false;
+    if (!other.answered) this.#mayHedgeLater();
   }
 
   #probationOk(): boolean {
@@ -263,6 +276,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.detach();
     this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1, this);
     this.#send(next.endpoint, next.budgeted);
+    this.#mayHedgeLater();
   }
 
   abortedBetweenAttempts(reason: Error): void {

@@ -12,13 +12,15 @@ import { endpoint } from '../helpers/endpoints.ts';
 const SETTINGS = { minDelayMs: 50, maxDelayMs: 250, percentile: 99 };
 
 /**
- * Three endpoints; `silent` ones take requests and never answer, `scripted` ones answer with their
- * status after their delay on the clock, the others answer 200 at once.
+ * Three endpoints; `silent` ones take requests and never answer, `refusing` ones fail them at once
+ * as a crashed apiserver's closed port does, `scripted` ones answer with their status after their
+ * delay on the clock, the others answer 200 at once.
  */
 function setUp() {
   const clock = new FakeClock();
   const endpoints = [endpoint(1), endpoint(2), endpoint(3)];
   const silent = new Set<Endpoint>();
+  const refusing = new Set<Endpoint>();
   const scripted = new Map<Endpoint, { status: number; delayMs: number }>();
   const ejected = new Set<Endpoint>();
   const sent: Array<{ endpoint: Endpoint; method: string; aborted: boolean }> = [];
@@ -35,6 +37,7 @@ function setUp() {
       const record = { endpoint: e, method: opts.method, aborted: false };
       sent.push(record);
       const controller = fakeController(record);
+      if (refusing.has(e)) return queueMicrotask(() => handler.onResponseError?.(controller, Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })));
       handler.onRequestStart?.(controller, {});
       if (silent.has(e)) return;
       const { status, delayMs } = scripted.get(e) ?? { status: 200, delayMs: 0 };
@@ -65,7 +68,7 @@ function setUp() {
       await flush();
     }
   };
-  return { clock, endpoints, silent, scripted, ejected, sent, hedging, host, request, flush, answered, run };
+  return { clock, endpoints, silent, refusing, scripted, ejected, sent, hedging, host, request, flush, answered, run };
 }
 
 test('a black-holed endpoint costs no GET more than the hedge bound: each is hedged to another endpoint, and the silent one is reported', async (t) => {
@@ -116,6 +119,28 @@ test("a hedge answered with a rejection (a draining apiserver's 503, a 429) does
     t.is(r.status, 200, `${status}: the slow endpoint's answer, not the rejection, reached the caller`);
     t.is(r.error, undefined);
   }
+});
+
+test('a GET caught on a black hole whose hedge is refused (a crashed apiserver not yet ejected) is hedged again, not left on the hole', async (t) => {
+  const { clock, endpoints, silent, refusing, sent, hedging, host, request, run } = setUp();
+  const [crashed, fine, hole] = endpoints as [Endpoint, Endpoint, Endpoint];
+  // The bench's failover run: one apiserver crashed (its port refuses), another turned black hole.
+  refusing.add(crashed);
+  silent.add(hole);
+  // The race goes on without the refused hedge, and the attempt left on the hole is hedged again,
+  // to the one endpoint not tried yet (before: it waited there until the hole was ejected).
+  const pick = host.pick.bind(host);
+  host.pick = (longRunning, probationOk, exclude) => (!exclude ? hole : exclude.has(crashed) ? pick(longRunning, probationOk, exclude) : crashed);
+  const since = clock.now();
+  const stuck = request();
+  await run(1000);
+  t.deepEqual(
+    sent.map((s) => s.endpoint.key),
+    [hole.key, crashed.key, fine.key],
+    'sent to the hole, hedged to the crashed one, hedged again to the one that answers',
+  );
+  t.is(stuck.status, 200);
+  t.true(stuck.done! - since <= 2 * (hedging.delayMs + hedging.delayMs / 8) + 40, `answered after ${stuck.done! - since} ms`);
 });
 
 test('writes, watches and long-running requests are never hedged; hedges stop when the retry budget is spent', async (t) => {
