@@ -137,12 +137,13 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     // A lagging endpoint's pick is measured by a copy; the caller's request goes elsewhere (Explore.ts).
     if (endpoint.lagging && this.timed && this.#replayable) endpoint = explore(this.host, endpoint, this.#route, this.#opts, this) ?? endpoint;
     this.#send(endpoint, false);
-    this.#mayHedgeLater();
+    // `#mayHedgeLater`, with the condition already at hand: this is every request's path.
+    if (probationOk && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
   }
 
   /**
    * The attempt now in flight alone may be hedged once it has been silent for the delay: a first
-   * attempt, a retry (a sweep that came while a held-back 5xx was read dropped the request), or
+   * attempt (`#first` inlines this), a retry (a sweep that came while a held-back 5xx was read dropped the request), or
    * the one left when its rival was out (a hedge refused by a crashed apiserver not yet ejected
    * left the GET on a black hole until that was ejected). `hedge`'s attempt limit and the retry
    * budget still bound how many go out.
