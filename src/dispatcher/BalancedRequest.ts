@@ -82,7 +82,6 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** The latest attempt sent, and while a hedge races it, the attempt it races. */
   #attempt: Attempt | undefined;
   #rival: Attempt | undefined;
-  #hedged = false;
   /** The attempt whose watch response is being passed on event by event, once there is one. */
   #watching: Attempt | undefined;
   #framer: WatchFramer | undefined;
@@ -143,10 +142,10 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
 
   /**
    * The attempt now in flight alone may be hedged once it has been silent for the delay: a first
-   * attempt (`#first` inlines this), a retry (a sweep that came while a held-back 5xx was read dropped the request), or
-   * the one left when its rival was out (a hedge refused by a crashed apiserver not yet ejected
-   * left the GET on a black hole until that was ejected). `hedge`'s attempt limit and the retry
-   * budget still bound how many go out.
+   * attempt (`#first` inlines this), a retry (a sweep that came while a held-back 5xx was read
+   * dropped the request), or the one left when its rival was out (a hedge refused by a crashed
+   * apiserver not yet ejected left the GET on a black hole until that was ejected). `hedge`'s
+   * attempt limit and the retry budget still bound how many go out.
    */
   #mayHedgeLater(): void {
     if (this.#probationOk() && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
@@ -155,7 +154,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** No response after the hedge delay: the same request goes to a second endpoint too, if the retry budget allows. */
   hedge(): void {
     const first = this.#attempt;
-    if (!first || first.answered || this.#hedged || this.#committed || this.#next || this.finished || this.aborted) return;
+    if (!first || first.answered || this.#rival || this.#committed || this.#next || this.finished || this.aborted) return;
     if (this.#attempts >= this.host.maxAttempts || (first.started && !this.#replayable)) return;
     const hedging = this.host.hedging!;
     const verdict = hedging.mayHedge(first.endpoint, first.sentAt);
@@ -167,7 +166,6 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     // None earned, nowhere else to go, or no retry budget: ask again after another delay.
     if (!endpoint || !this.host.budget.tryAcquire()) return hedging.wait(this, hedging.now());
     hedging.sent(first.endpoint);
-    this.#hedged = true;
     this.#rival = first;
     this.host.retrying(first.endpoint, endpoint, 'hedge', this.#attempts + 1, this);
     this.#send(endpoint, true);
@@ -210,7 +208,6 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     const other = rival === out ? this.#attempt! : rival;
     this.#attempt = other;
     if (other.controller) this.target = other.controller;
-    this.#hedged = false;
     if (!other.answered) this.#mayHedgeLater();
   }
 

@@ -30,7 +30,7 @@ test('a crashed apiserver restarted with a 7 s not-ready window gets no request 
    * ECONNRESET looks exactly like a crash mid-request (seen once in 20 loaded runs).
    */
   const failures: string[] = [];
-  let crashed = false;
+  let ejected = false;
   const events: string[] = [];
   const t0 = Date.now();
   balancer.on('eject', (e, reason) => events.push(`${Date.now() - t0} eject ${e.address} ${reason}`));
@@ -41,7 +41,7 @@ test('a crashed apiserver restarted with a 7 s not-ready window gets no request 
   const send = async (): Promise<void> => {
     while (!stop) {
       const n = i++;
-      const counts = crashed;
+      const counts = ejected;
       const failure = await listOrCreate(cluster, origin, balancer, n);
       if (counts && failure) failures.push(failure);
       await sleep(5);
@@ -51,10 +51,10 @@ test('a crashed apiserver restarted with a 7 s not-ready window gets no request 
     const workers = [send(), send(), send()];
     await sleep(300);
     // Back as soon as it is ejected: its first probe then comes well before its ejection ends.
-    const ejected = new Promise<void>((resolve) => balancer.once('eject', () => resolve()));
+    const ejection = new Promise<void>((resolve) => balancer.once('eject', () => resolve()));
     await restarted.crash();
-    await ejected;
-    crashed = true;
+    await ejection;
+    ejected = true;
     restarted.resetCounters();
     const startedAt = Date.now();
     await restarted.restart({ graceful: false, startupMs: 7000 });
