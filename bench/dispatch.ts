@@ -5,7 +5,12 @@
 // Then the CPU phase: HTTP/2 only, many short interleaved runs with an A/A pair (target CPU ratio <= 1.02),
 // each ratio with its 95 % bootstrap interval; BENCH_CPU_ONLY=1 runs it alone. BENCH_CPU_BASELINE=<another checkout>/src/index.ts adds that build's
 // balancer as a fourth contender in the same rounds (a branch against main in one process: on a shared
-// machine far steadier than two runs), e.g. after `git worktree add /tmp/main main`.
+// machine far steadier than two runs), e.g. after `git worktree add /tmp/main main`; or
+// bench/repro/thin-dispatcher.mjs, the floor of any Dispatcher. A run with the default settings is
+// kept in bench/runs/ for `npm run bench:report`.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join, relative } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { fetch, Pool, type Dispatcher } from 'undici';
@@ -84,6 +89,7 @@ export async function run(): Promise<unknown> {
  * two runs of the same code fall here and now (it should come out 1.00 within its interval).
  */
 async function cpuPhase(): Promise<unknown> {
+  const startedAt = new Date().toISOString();
   const server = await startServerProcess('127.0.0.2', 'h2');
   const rows: Array<Record<string, number | string>> = [];
   const results: unknown[] = [];
@@ -156,7 +162,30 @@ async function cpuPhase(): Promise<unknown> {
     `client CPU per request (${CPU_CLIENT}), h2, one endpoint, median of paired runs with its 95 % bootstrap interval (target CPU ratio <= 1.02; A/A: the Pool against itself, the noise floor)`,
   );
   console.log(table(rows));
+  keep(startedAt, rows);
   return results;
+}
+
+/**
+ * A run of the CPU phase as the target is measured (defaults: this build's default options, the
+ * `request` client, concurrency 1 and 64; a baseline build allowed, such as the thin Dispatcher) is
+ * also kept in bench/runs/ (committed), which `npm run bench:report` puts into BENCHMARKS.md.
+ */
+function keep(startedAt: string, rows: Array<Record<string, number | string>>): void {
+  if (Object.keys(CPU_OPTIONS).length > 0 || CPU_CLIENT !== 'request' || CPU_CONCURRENCY.join(',') !== '1,64') return;
+  const cpus = os.cpus();
+  const dir = join(import.meta.dirname, 'runs');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `dispatch-${startedAt.replace(/[:.]/g, '-')}.json`);
+  const run = {
+    name: 'dispatch',
+    startedAt,
+    machine: { cpu: cpus[0]?.model ?? 'unknown', cores: cpus.length, node: process.version, loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100) },
+    baseline: CPU_BASELINE === undefined ? null : relative(join(import.meta.dirname, '..'), CPU_BASELINE),
+    rows,
+  };
+  writeFileSync(file, `${JSON.stringify(run, null, 2)}\n`);
+  console.log(`kept in ${file}`);
 }
 
 interface MedianRatio {

@@ -1,5 +1,6 @@
 // npm run bench:report: BENCHMARKS.md and its SVG charts (bench/charts/) from every run of
-// `npm run bench -- compare` kept in bench/runs/ (delete old files there to leave them out).
+// `npm run bench -- compare`, and of `npm run bench -- dispatch`'s CPU phase, kept in bench/runs/
+// (delete old files there to leave them out).
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Row } from './compare.ts';
@@ -27,6 +28,53 @@ const SCENARIOS: Record<string, string> = {
   drain: 'A graceful drain: the same; server 0 starts shutting down at a third of the run (/readyz fails, 429 + Retry-After, GOAWAY).',
 };
 
+/** A run of `npm run bench -- dispatch`'s CPU phase, as `bench/dispatch.ts` keeps it. */
+interface DispatchRun {
+  startedAt: string;
+  machine: Run['machine'];
+  /** The build measured beside it (`BENCH_CPU_BASELINE`), relative to the root; null for none. */
+  baseline: string | null;
+  rows: Array<Record<string, number | string>>;
+}
+
+function loadDispatch(): DispatchRun[] {
+  let files: string[] = [];
+  try {
+    files = readdirSync(runsDir).filter((f) => /^dispatch-.*\.json$/.test(f)).sort();
+  } catch {
+    files = [];
+  }
+  return files.map((f) => JSON.parse(readFileSync(join(runsDir, f), 'utf8')) as DispatchRun);
+}
+
+/** Issue 14, item 3: the client's CPU per request through the balancer against a plain undici Pool. */
+function dispatchCpu(runs: DispatchRun[]): string[] {
+  if (runs.length === 0) return [];
+  const lines = [
+    '## Client CPU per request, one endpoint (target ≤ 1.02× a Pool)',
+    '',
+    '`npm run bench -- dispatch` (`BENCH_CPU_ONLY=1` for this phase alone): one server process, HTTP/2,',
+    '`Dispatcher.request` of one ConfigMap, the body dumped; rounds of short runs of the Pool, kube-balancer',
+    'and the Pool again (the A/A pair) in a fresh order each round, until the intervals are narrow or 55 s',
+    'have passed. Each figure is the median of the paired ratios, with its 95 % bootstrap interval. The',
+    '*floor* is `bench/repro/thin-dispatcher.mjs` in the same rounds (`BENCH_CPU_BASELINE`): the thinnest',
+    'Dispatcher in front of a Pool, no feature — what wrapping undici costs by itself.',
+    '',
+    '| run | started (UTC) | CPU | concurrency | Pool µs/req | kube-balancer µs/req | ÷ Pool (95 % CI) | A/A (95 % CI) | floor µs/req | kube-balancer ÷ floor (95 % CI) | rounds |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  runs.forEach((run, k) => {
+    const floor = run.baseline?.endsWith('thin-dispatcher.mjs') === true;
+    for (const row of run.rows) {
+      const f = (key: string): string => (row[key] === undefined ? '–' : String(row[key]));
+      lines.push(
+        `| ${k + 1} | ${run.startedAt} | ${run.machine.cpu} | ${f('concurrency')} | ${f('pool CPU µs/req')} | ${f('balancer CPU µs/req')} | ${f('CPU ratio')} (${f('CPU ratio 95% CI')}) | ${f('A/A ratio')} (${f('A/A 95% CI')}) | ${floor ? f('baseline CPU µs/req') : '–'} | ${floor ? `${f('vs baseline')} (${f('vs baseline 95% CI')})` : '–'} | ${f('rounds')} |`,
+      );
+    }
+  });
+  return [...lines, ''];
+}
+
 function load(): Run[] {
   let files: string[] = [];
   try {
@@ -44,7 +92,7 @@ function find(run: Run, scenario: string, client: string): Row | undefined {
   return run.rows.find((r) => r.scenario === scenario && r.client === client);
 }
 
-export function report(runs: Run[]): string {
+export function report(runs: Run[], dispatchRuns: DispatchRun[] = []): string {
   mkdirSync(chartsDir, { recursive: true });
   const scenarios = [...new Set(runs.flatMap((r) => r.rows.map((row) => row.scenario)))];
   const clients = [...new Set(runs.flatMap((r) => r.rows.map((row) => row.client)))];
@@ -139,6 +187,7 @@ export function report(runs: Run[]): string {
   }
   writeFileSync(join(chartsDir, 'cpu.svg'), barChart({ title: 'equal servers: client CPU µs per request', labels: clients, series: series('equal', (r) => r.cpuUs), unit: ' µs' }));
   lines.push('## CPU per request', '', 'Equal servers, saturated: the client process\'s CPU time per request (proxy CPU not included).', '', '![CPU per request](bench/charts/cpu.svg)', '');
+  lines.push(...dispatchCpu(dispatchRuns));
   return lines.join('\n');
 }
 
@@ -238,6 +287,7 @@ function simulated(): string[] {
 
 if (import.meta.main) {
   const runs = load();
-  writeFileSync(join(root, 'BENCHMARKS.md'), report(runs));
-  console.log(`BENCHMARKS.md and bench/charts/*.svg from ${runs.length} run(s)`);
+  const dispatchRuns = loadDispatch();
+  writeFileSync(join(root, 'BENCHMARKS.md'), report(runs, dispatchRuns));
+  console.log(`BENCHMARKS.md and bench/charts/*.svg from ${runs.length} compare run(s) and ${dispatchRuns.length} dispatch run(s)`);
 }
