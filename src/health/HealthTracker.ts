@@ -56,7 +56,8 @@ const DEFAULT_THROTTLE_MS = 1_000;
 /**
  * The health state machine of every endpoint: passive signals from request outcomes, active probe
  * results, ejection with jittered exponential backoff, one probation request to come back, and
- * draining. It owns `endpoint.state` and `endpoint.weightFactor`; the picker only reads them.
+ * draining. It owns `endpoint.state` and `endpoint.weightFactor`; the picker only reads them. An
+ * endpoint that comes back slow-starts, its latency estimate started over.
  *
  *   ready ──connect/TLS failure, N×5xx──► ejected ──timer──► probing ──probation ok──► ready
  *     │  ╲──429 (APF)──► ejected(throttled) ──Retry-After──► ready        └──fails──► ejected (longer)
@@ -278,7 +279,12 @@ export class HealthTracker {
 
   #restore(endpoint: Endpoint, h: Health, via: 'probation' | 'probe' | 'retry-after', slowStart = true): void {
     this.#enter(endpoint, h, 'ready', undefined);
-    if (slowStart) endpoint.readySince = this.#clock.now();
+    if (slowStart) {
+      const now = this.#clock.now();
+      endpoint.readySince = now;
+      // Back from an ejection or a drain: its latency is measured afresh (a 429's rest keeps it).
+      endpoint.latency.restart(now);
+    }
     this.#listener.restore(endpoint, via);
     this.#listener.changed();
   }

@@ -51,11 +51,32 @@ export class LatencyEstimate {
   #waitingSince = 0;
   /** Clock time of the first sample. */
   #firstAt = 0;
+  /** Clock time of the last `restart`: requests sent before it give no sample. */
+  #restartedAt = -Infinity;
 
   /** A timed request starts. */
   begin(now: number): void {
     if (this.inFlight === 0) this.#waitingSince = now;
     this.inFlight++;
+  }
+
+  /**
+   * The endpoint is back from an ejection or a drain, at clock time `now`: what was measured
+   * before — its failing spell, a request that waited out its restart, the process it was before —
+   * says nothing of it now. The estimate starts over as a new endpoint's: not judged until it has
+   * answered again (`reweigh`'s minimum of samples), its first answers forgotten as fast as they
+   * come. Requests still in flight stay counted as such, but give no sample when they end. Kept,
+   * one outlier (a GET that waited ~1 s for a restarting apiserver, answered while it was still
+   * ejected) was all its estimate held once it was back: at the weights' floor it got no request
+   * that would have measured it again, and its excess over ~5-ms peers took ~19 s to age away.
+   */
+  restart(now: number): void {
+    this.value = NaN;
+    this.samples = 0;
+    this.sampledAt = -Infinity;
+    this.answered = false;
+    this.load = NaN;
+    this.#restartedAt = now;
   }
 
   /**
@@ -67,6 +88,8 @@ export class LatencyEstimate {
     const seen = this.inFlight;
     if (this.inFlight > 0) this.inFlight--;
     this.#waitingSince = now;
+    // Sent before the endpoint came back: a measure of what it was then.
+    if (now - ms < this.#restartedAt) return;
     this.answered = !censored;
     if (!censored) this.samples++;
     const value = this.value;
