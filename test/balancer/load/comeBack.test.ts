@@ -77,6 +77,27 @@ test('an endpoint back from an ejection is measured afresh: a GET that waited ou
   t.is(back.loadFactor, 1);
 });
 
+test('an endpoint that never left, after one stray answer far slower than its peers: back within 10 s, however slow that answer was', (t) => {
+  const { clock, set, run } = setup();
+  const [, blipped] = set.list() as [Endpoint, Endpoint, Endpoint];
+  run(3_000);
+  // One GET there is answered in 2 s (a pause of that apiserver, or of ours that only its request
+  // straddled); the others keep answering in 5 ms.
+  const since = set.timedStart(blipped);
+  run(2_000);
+  set.shortEnded(blipped, since, false);
+  const blippedAt = clock.now();
+  run(200);
+  t.true(blipped.loadFactor < 0.003, `at the floor at once: ${blipped.loadFactor}`);
+  // At the floor it is hardly picked, so nothing measures it again: it comes back by aging alone.
+  // Unclamped, its estimate (~120× its peers') aged into the dead band only after ~3 s × ln(120 / 0.35) ≈ 17 s.
+  run(10_100 - (clock.now() - blippedAt));
+  t.is(blipped.loadFactor, 1, `10.1 s after the stray answer (its estimate ${blipped.latency.value.toFixed(1)} ms)`);
+  const after = run(3_000);
+  const share = after.get(blipped)! / [...after.values()].reduce((a, b) => a + b, 0);
+  t.true(share > 0.28, `its share over the next 3 s: ${share.toFixed(3)}`);
+});
+
 test("a 429's rest is no coming back: the estimate is kept", (t) => {
   const { set, health, run } = setup();
   const [, throttled] = set.list() as [Endpoint, Endpoint, Endpoint];
