@@ -4,8 +4,8 @@
 // origin, target `static:///host:port`, tls.ca), so the CPU phase can put it beside the balancer:
 //   BENCH_CPU_ONLY=1 BENCH_CPU_BASELINE=bench/repro/thin-dispatcher.mjs npm run bench -- dispatch
 // `vs baseline` is then the balancer's client CPU per request over this floor's, and `baseline CPU
-// µs/req` against `pool CPU µs/req` says what the wrapping itself costs (seen here: 0.995 of the
-// Pool at concurrency 1, 0.985 at 64 — a shared Host header instead of one per request).
+// µs/req` against `pool CPU µs/req` says what the wrapping itself costs (in BENCHMARKS.md's runs
+// 0.993–1.005 of the Pool: nothing measurable).
 import { URL } from 'node:url';
 import { Dispatcher, Pool } from 'undici';
 import { APISERVER_NAME } from '../../fixtures/certs/index.ts';
