@@ -35,11 +35,11 @@ const STALE_MS = 3_000;
  * was: its excess over the fastest is clamped at what ages into the band in this time, (DEAD_BAND −
  * 1) × e^(RECOVER_MS / STALE_MS) ≈ 9.8 times the fastest's cost (a ratio of 10.8: the factor is at
  * its floor from a ratio of 6.4 on, so the clamp changes no weight now, only how long the endpoint
- * takes to age back). Unclamped it took ~3 s × ln(excess / 0.35): an endpoint that hardly gets any
- * request after one stray answer stayed out ~11 s after a 31-ms blip beside 1.5-ms peers (`kube-balancer
- * demo` under load: 1 request of 250 there in its last 5 s), ~17 s after a GET that straddled a 2-s pause
- * beside 5-ms ones (test/balancer/load/comeBack.test.ts), and a 100× slow apiserver that recovered
- * came back only after ~17 s: past the 10 s in which it is to be back.
+ * takes to age back). Unclamped it took ~3 s × ln(excess / 0.35): an endpoint that hardly gets
+ * any request after one stray answer stayed out ~11 s after a 31-ms blip beside 1.5-ms peers
+ * (`kube-balancer demo` under load: 1 request of 250 there in its last 5 s), ~17 s after a GET
+ * that straddled a 2-s pause beside 5-ms ones (test/balancer/load/comeBack.test.ts), and a 100×
+ * slow apiserver that recovered came back only after ~17 s: past the 10 s in which it is to be back.
  * The price is the other half of that: with no exploration copies (hedging off, or its credit spent)
  * a sender of a few requests a second tries a still-slow endpoint again sooner (`npm run fleet --
  * --scenario slow-apiserver`, 300 clients, 5 minutes: requests max/min over the apiservers 2.80 →
