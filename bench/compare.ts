@@ -16,14 +16,12 @@
 // BENCH_ONLY=equal,slow and BENCH_CLIENTS=kube-balancer,haproxy limit a run (a client's whole name
 // picks it alone), BENCH_ROUNDS=n repeats each scenario's clients in turn; BENCH_TRACE=1 prints
 // where each cell's tail comes from (bench/trace.ts); BENCH_BASELINE adds another build (below).
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, BalancedPool, Pool, interceptors, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { Haproxy } from '../fixtures/haproxy/Haproxy.ts';
 import { createBalancer, type Policy } from '../src/index.ts';
-import { importBuild, percentile, startServerProcess, table, writeResults, type ServerProcess } from './lib.ts';
+import { importBuild, keepRun, machine, percentile, startServerProcess, table, writeResults, type ServerProcess } from './lib.ts';
 import { Trace, type Sample } from './trace.ts';
 
 const HOSTS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
@@ -406,21 +404,14 @@ export async function run(): Promise<unknown> {
     }
   }
   console.log(table(rows.map((r) => ({ ...r, share: r.share.join('/'), busy: r.busy?.join('/') ?? '-', free: r.free?.join('/') ?? '-', lateMs: r.lateMs?.join('/') ?? '-', retries: r.retries ?? '-', warmup: r.warmup.join('/'), proxyCpuUs: r.proxyCpuUs ?? '-', hedges: r.hedges ?? '-', hedgesBefore: r.hedgesBefore ?? '-' }))));
-  const cpus = os.cpus();
   const result = {
     startedAt,
-    machine: { cpu: cpus[0]?.model ?? 'unknown', cores: cpus.length, node: process.version, loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100) },
+    machine: machine(),
     settings: { ms: MS, warmupMs: WARMUP_MS, deadlineMs: DEADLINE_MS, slots: SLOTS, processWarmMs: process.env.BENCH_WARM === '0' ? 0 : WARM_MS },
     rows,
   };
   // Every run is also kept in bench/runs/ (committed), which `npm run bench:report` turns into BENCHMARKS.md.
-  if (!onlyScenarios && !onlyClients) {
-    const runs = join(import.meta.dirname, 'runs');
-    mkdirSync(runs, { recursive: true });
-    const file = join(runs, `compare-${startedAt.replace(/[:.]/g, '-')}.json`);
-    writeFileSync(file, `${JSON.stringify({ name: 'compare', ...result }, null, 2)}\n`);
-    console.log(`kept in ${file}`);
-  }
+  if (!onlyScenarios && !onlyClients) console.log(`kept in ${keepRun('compare', startedAt, result)}`);
   return result;
 }
 

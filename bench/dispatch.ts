@@ -8,8 +8,6 @@
 // machine far steadier than two runs), e.g. after `git worktree add /tmp/main main`; or
 // bench/repro/thin-dispatcher.mjs, the floor of any Dispatcher. A run with the default settings is
 // kept in bench/runs/ for `npm run bench:report`.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import { join, relative } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -17,7 +15,7 @@ import { fetch, Pool, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { seeded } from '../fleet/sim/random.ts';
 import { createBalancer, type BalancerOptions } from '../src/index.ts';
-import { compare, importBuild, median, startServerProcess, table, writeResults } from './lib.ts';
+import { compare, importBuild, keepRun, machine, median, startServerProcess, table, writeResults } from './lib.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const PATH = '/api/v1/namespaces/default/configmaps/bench';
@@ -173,19 +171,8 @@ async function cpuPhase(): Promise<unknown> {
  */
 function keep(startedAt: string, rows: Array<Record<string, number | string>>): void {
   if (Object.keys(CPU_OPTIONS).length > 0 || CPU_CLIENT !== 'request' || CPU_CONCURRENCY.join(',') !== '1,64') return;
-  const cpus = os.cpus();
-  const dir = join(import.meta.dirname, 'runs');
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, `dispatch-${startedAt.replace(/[:.]/g, '-')}.json`);
-  const run = {
-    name: 'dispatch',
-    startedAt,
-    machine: { cpu: cpus[0]?.model ?? 'unknown', cores: cpus.length, node: process.version, loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100) },
-    baseline: CPU_BASELINE === undefined ? null : relative(join(import.meta.dirname, '..'), CPU_BASELINE),
-    rows,
-  };
-  writeFileSync(file, `${JSON.stringify(run, null, 2)}\n`);
-  console.log(`kept in ${file}`);
+  const baseline = CPU_BASELINE === undefined ? null : relative(join(import.meta.dirname, '..'), CPU_BASELINE);
+  console.log(`kept in ${keepRun('dispatch', startedAt, { startedAt, machine: machine(), baseline, rows })}`);
 }
 
 interface MedianRatio {

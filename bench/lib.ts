@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
@@ -138,6 +139,21 @@ export function writeResults(name: string, data: unknown): string {
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `${name}.json`);
   writeFileSync(file, `${JSON.stringify({ name, date: new Date().toISOString(), node: process.version, ...(data as object) }, null, 2)}\n`);
+  return file;
+}
+
+/** The machine a run measured on, as BENCHMARKS.md's runs tables list it. */
+export function machine(): { cpu: string; cores: number; node: string; loadavg: number[] } {
+  const cpus = os.cpus();
+  return { cpu: cpus[0]?.model ?? 'unknown', cores: cpus.length, node: process.version, loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100) };
+}
+
+/** Keeps a run in bench/runs/ (committed) as `<name>-<startedAt>.json`, for `npm run bench:report`; returns the file. */
+export function keepRun(name: string, startedAt: string, run: object): string {
+  const dir = join(import.meta.dirname, 'runs');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name}-${startedAt.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify({ name, ...run }, null, 2)}\n`);
   return file;
 }
 

@@ -37,16 +37,6 @@ interface DispatchRun {
   rows: Array<Record<string, number | string>>;
 }
 
-function loadDispatch(): DispatchRun[] {
-  let files: string[] = [];
-  try {
-    files = readdirSync(runsDir).filter((f) => /^dispatch-.*\.json$/.test(f)).sort();
-  } catch {
-    files = [];
-  }
-  return files.map((f) => JSON.parse(readFileSync(join(runsDir, f), 'utf8')) as DispatchRun);
-}
-
 /** Issue 14, item 3: the client's CPU per request through the balancer against a plain undici Pool. */
 function dispatchCpu(runs: DispatchRun[]): string[] {
   if (runs.length === 0) return [];
@@ -75,15 +65,21 @@ function dispatchCpu(runs: DispatchRun[]): string[] {
   return [...lines, ''];
 }
 
-function load(): Run[] {
+/** Every run of `name` kept in bench/runs/ (`<name>-<startedAt>.json`), oldest first. */
+function readRuns<T>(name: string): T[] {
   let files: string[] = [];
   try {
-    files = readdirSync(runsDir).filter((f) => /^compare-.*\.json$/.test(f)).sort();
+    files = readdirSync(runsDir).filter((f) => f.startsWith(`${name}-`) && f.endsWith('.json')).sort();
   } catch {
     files = [];
   }
-  if (files.length === 0) throw new Error(`no runs in ${runsDir}: run \`npm run bench -- compare\` first`);
-  return files.map((f) => JSON.parse(readFileSync(join(runsDir, f), 'utf8')) as Run);
+  return files.map((f) => JSON.parse(readFileSync(join(runsDir, f), 'utf8')) as T);
+}
+
+function load(): Run[] {
+  const runs = readRuns<Run>('compare');
+  if (runs.length === 0) throw new Error(`no runs in ${runsDir}: run \`npm run bench -- compare\` first`);
+  return runs;
 }
 
 const cell = (values: Array<number | string | null | undefined>): string => values.map((v) => (v === null || v === undefined ? '–' : String(v))).join(' / ');
@@ -310,7 +306,7 @@ function simulated(): string[] {
 
 if (import.meta.main) {
   const runs = load();
-  const dispatchRuns = loadDispatch();
+  const dispatchRuns = readRuns<DispatchRun>('dispatch');
   writeFileSync(join(root, 'BENCHMARKS.md'), report(runs, dispatchRuns));
   console.log(`BENCHMARKS.md and bench/charts/*.svg from ${runs.length} compare run(s) and ${dispatchRuns.length} dispatch run(s)`);
 }
