@@ -39,11 +39,29 @@ export function exponential(random: Random, mean: number): number {
  * take no generator; everything else in the library that draws takes one and gets its own.
  */
 export async function withSeededMathRandom<T>(seed: number, fn: () => Promise<T>): Promise<T> {
-  const original = Math.random;
-  Math.random = seeded(seed, 0x6d617468);
+  const restore = seedMathRandom(seed);
   try {
     return await fn();
   } finally {
-    Math.random = original;
+    restore();
   }
+}
+
+/** `withSeededMathRandom` for a `fn` that runs to its end at once (a fake-clock simulation). */
+export function withSeededMathRandomSync<T>(seed: number, fn: () => T): T {
+  const restore = seedMathRandom(seed);
+  try {
+    return fn();
+  } finally {
+    restore();
+  }
+}
+
+/** Replaces `Math.random` by a generator seeded with `seed`; returns what puts the original back. */
+function seedMathRandom(seed: number): () => void {
+  const original = Math.random;
+  Math.random = seeded(seed, 0x6d617468);
+  return () => {
+    Math.random = original;
+  };
 }
