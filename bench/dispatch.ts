@@ -15,7 +15,7 @@ import { fetch, Pool, type Dispatcher } from 'undici';
 import { APISERVER_NAME, certs } from '../fixtures/certs/index.ts';
 import { seeded } from '../fleet/sim/random.ts';
 import { createBalancer, type BalancerOptions } from '../src/index.ts';
-import { compare, importBuild, keepRun, machine, median, startServerProcess, table, writeResults } from './lib.ts';
+import { compare, importBuild, keepRun, machine, median, startServerProcess, table, writeResults, type Machine } from './lib.ts';
 
 const ORIGIN = `https://${APISERVER_NAME}:6443`;
 const PATH = '/api/v1/namespaces/default/configmaps/bench';
@@ -172,7 +172,17 @@ async function cpuPhase(): Promise<unknown> {
 function keep(startedAt: string, rows: Array<Record<string, number | string>>): void {
   if (Object.keys(CPU_OPTIONS).length > 0 || CPU_CLIENT !== 'request' || CPU_CONCURRENCY.join(',') !== '1,64') return;
   const baseline = CPU_BASELINE === undefined ? null : relative(join(import.meta.dirname, '..'), CPU_BASELINE);
-  console.log(`kept in ${keepRun('dispatch', startedAt, { startedAt, machine: machine(), baseline, rows })}`);
+  const run: DispatchRun = { startedAt, machine: machine(), baseline, rows };
+  console.log(`kept in ${keepRun('dispatch', startedAt, run)}`);
+}
+
+/** A kept run of the CPU phase (bench/runs/dispatch-*.json), as `npm run bench:report` reads it. */
+export interface DispatchRun {
+  startedAt: string;
+  machine: Machine;
+  /** The build measured beside it (`BENCH_CPU_BASELINE`), relative to the root; null for none. */
+  baseline: string | null;
+  rows: Array<Record<string, number | string>>;
 }
 
 interface MedianRatio {

@@ -143,7 +143,14 @@ export function writeResults(name: string, data: unknown): string {
 }
 
 /** The machine a run measured on, as BENCHMARKS.md's runs tables list it. */
-export function machine(): { cpu: string; cores: number; node: string; loadavg: number[] } {
+export interface Machine {
+  cpu: string;
+  cores: number;
+  node: string;
+  loadavg: number[];
+}
+
+export function machine(): Machine {
   const cpus = os.cpus();
   return { cpu: cpus[0]?.model ?? 'unknown', cores: cpus.length, node: process.version, loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100) };
 }

@@ -4,14 +4,15 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Row } from './compare.ts';
+import type { DispatchRun } from './dispatch.ts';
 import { withSeededMathRandomSync } from '../fleet/sim/random.ts';
 import { simulate } from '../test/helpers/loadSimulation.ts';
-import { percentile } from './lib.ts';
+import { percentile, type Machine } from './lib.ts';
 import { barChart } from './svg.ts';
 
 interface Run {
   startedAt: string;
-  machine: { cpu: string; cores: number; node: string; loadavg: number[] };
+  machine: Machine;
   settings: { ms: number; warmupMs: number; deadlineMs: number; slots: number };
   rows: Row[];
 }
@@ -28,15 +29,6 @@ const SCENARIOS: Record<string, string> = {
   blackhole: 'A black hole: the same; server 0 is stopped (SIGSTOP) at a third of the run: connections stay open, nothing answers, not even HTTP/2 PINGs.',
   drain: 'A graceful drain: the same; server 0 starts shutting down at a third of the run (/readyz fails, 429 + Retry-After, GOAWAY).',
 };
-
-/** A run of `npm run bench -- dispatch`'s CPU phase, as `bench/dispatch.ts` keeps it. */
-interface DispatchRun {
-  startedAt: string;
-  machine: Run['machine'];
-  /** The build measured beside it (`BENCH_CPU_BASELINE`), relative to the root; null for none. */
-  baseline: string | null;
-  rows: Array<Record<string, number | string>>;
-}
 
 /** Issue 14, item 3: the client's CPU per request through the balancer against a plain undici Pool. */
 function dispatchCpu(runs: DispatchRun[]): string[] {
