@@ -1,59 +1,97 @@
-// Type-checks every ```ts block of README.md against the public API, so the examples cannot rot
-// (`npm run check:readme`, part of `npm test`). Each block becomes a module of its own under
-// .cache/readme-examples/, where `kube-balancer` and `kube-balancer/prometheus` map to src/ (tsconfig
-// `paths`) and relative imports are relative to the README, i.e. the repository root. A block that is
-// meant to be partial carries `<!-- not-checked: reason -->` on the line before its opening fence.
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// Type-checks the code of README.md and docs/*.md against the public API, so the examples cannot rot
+// (`npm run check:readme`, part of `npm test`): every ```ts block, and every ```js block that uses
+// `require(` (the CommonJS examples, checked as .cjs with checkJs). Each block becomes a module of its
+// own under .cache/readme-examples/, where `kube-balancer` and `kube-balancer/prometheus` map to src/
+// (tsconfig `paths`) and relative imports are relative to the Markdown file. A block that is meant to
+// be partial carries `<!-- not-checked: reason -->` on the line before its opening fence; one that
+// needs code not merged yet carries `<!-- not-checked: pending-merge -->`, and is listed on every run
+// so that it is not forgotten.
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import ts from 'typescript';
 
 const root = join(import.meta.dirname, '..');
-const readmePath = join(root, 'README.md');
 const outDir = join(root, '.cache', 'readme-examples');
 
-interface Example {
-  /** 1-based README line of the block's first line of code. */
+export interface Example {
+  /** The Markdown file, relative to the repository root. */
+  source: string;
+  /** 1-based line of the block's first line of code. */
   line: number;
   code: string;
+  /** `cjs`: a ```js block with `require(`, checked as CommonJS JavaScript. */
+  kind: 'ts' | 'cjs';
 }
 
-/** The ```ts blocks of a Markdown text, less those marked `<!-- not-checked: … -->`. */
-function extractExamples(markdown: string): { examples: Example[]; skipped: number[] } {
+export interface Extracted {
+  examples: Example[];
+  /** First code lines of blocks marked not-checked. */
+  skipped: number[];
+  /** First code lines of blocks marked `not-checked: pending-merge`. */
+  pending: number[];
+}
+
+/** The checked blocks of a Markdown text, less those marked `<!-- not-checked: … -->`. */
+export function extractExamples(markdown: string, source = 'README.md'): Extracted {
   const lines = markdown.split('\n');
-  const examples: Example[] = [];
-  const skipped: number[] = [];
+  const out: Extracted = { examples: [], skipped: [], pending: [] };
   for (let i = 0; i < lines.length; i++) {
-    if (!/^```(ts|typescript)\s*$/.test(lines[i]!)) continue;
+    const fence = /^```(ts|typescript|js|javascript)\s*$/.exec(lines[i]!);
+    if (fence === null) continue;
     const start = i + 1;
     let end = start;
     while (end < lines.length && !/^```\s*$/.test(lines[end]!)) end++;
-    if (/^<!--\s*not-checked:.+-->\s*$/.test(lines[i - 1] ?? '')) skipped.push(start + 1);
-    else examples.push({ line: start + 1, code: lines.slice(start, end).join('\n') });
+    const code = lines.slice(start, end).join('\n');
     i = end;
+    const ts = fence[1] === 'ts' || fence[1] === 'typescript';
+    if (!ts && !/\brequire\s*\(/.test(code)) continue; // an ESM fragment or a data shape, not a program
+    const marker = /^<!--\s*not-checked:(.+)-->\s*$/.exec(lines[start - 2] ?? '');
+    if (marker !== null) {
+      out.skipped.push(start + 1);
+      if (marker[1]!.trim() === 'pending-merge') out.pending.push(start + 1);
+    } else out.examples.push({ source, line: start + 1, code, kind: ts ? 'ts' : 'cjs' });
   }
-  return { examples, skipped };
+  return out;
 }
 
-/** `./fixtures/…` in the README means the repository's fixtures/: rewrite it for a module in `dir`. */
-function rebaseRelativeImports(code: string, dir: string): string {
-  return code.replace(/(from\s+|import\s*\(\s*)(['"])(\.\.?\/[^'"]+)\2/g, (_all, prefix: string, quote: string, specifier: string) => {
-    let rebased = relative(dir, join(root, specifier)).split('\\').join('/');
+/** The Markdown files whose examples are checked: README.md and docs/*.md. */
+function markdownSources(): string[] {
+  const docs = join(root, 'docs');
+  const guides = existsSync(docs) ? readdirSync(docs).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`) : [];
+  return ['README.md', ...guides];
+}
+
+/** A relative import in a Markdown file means relative to that file: rewrite it for a module in `dir`. */
+function rebaseRelativeImports(code: string, markdownDir: string, dir: string): string {
+  return code.replace(/(from\s+|import\s*\(\s*|require\s*\(\s*)(['"])(\.\.?\/[^'"]+)\2/g, (_all, prefix: string, quote: string, specifier: string) => {
+    let rebased = relative(dir, join(markdownDir, specifier)).split('\\').join('/');
     if (!rebased.startsWith('.')) rebased = `./${rebased}`;
     return `${prefix}${quote}${rebased}${quote}`;
   });
 }
 
 function check(): number {
-  const { examples, skipped } = extractExamples(readFileSync(readmePath, 'utf8'));
+  const all: Extracted = { examples: [], skipped: [], pending: [] };
+  const notes: string[] = [];
+  for (const source of markdownSources()) {
+    const found = extractExamples(readFileSync(join(root, source), 'utf8'), source);
+    all.examples.push(...found.examples);
+    if (found.skipped.length > 0) notes.push(`${source} lines ${found.skipped.join(', ')}`);
+    for (const line of found.pending) console.warn(`pending merge: ${source}:${line} is not checked until the code it needs is merged`);
+    all.pending.push(...found.pending);
+    all.skipped.push(...found.skipped);
+  }
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
-  // ESM, so that top-level await type-checks as it runs.
+  // ESM, so that top-level await type-checks as it runs; CommonJS blocks are .cjs files.
   writeFileSync(join(outDir, 'package.json'), '{ "type": "module" }\n');
   const files = new Map<string, Example>();
-  for (const example of examples) {
-    const file = join(outDir, `readme-line-${example.line}.ts`);
-    // `export {}` makes a block without imports a module too.
-    writeFileSync(file, `${rebaseRelativeImports(example.code, dirname(file))}\nexport {};\n`);
+  for (const example of all.examples) {
+    const name = `${example.source.replace(/[/.]/g, '-')}-line-${example.line}`;
+    const file = join(outDir, example.kind === 'ts' ? `${name}.ts` : `${name}.cjs`);
+    const code = rebaseRelativeImports(example.code, dirname(join(root, example.source)), dirname(file));
+    // `export {}` makes a block without imports a module too; a CommonJS file is one anyway.
+    writeFileSync(file, example.kind === 'ts' ? `${code}\nexport {};\n` : `${code}\n`);
     files.set(file, example);
   }
 
@@ -62,6 +100,8 @@ function check(): number {
   const options: ts.CompilerOptions = {
     ...base.options,
     noEmit: true,
+    allowJs: true,
+    checkJs: true,
     paths: { 'kube-balancer': [join(root, 'src/index.ts')], 'kube-balancer/prometheus': [join(root, 'src/prometheus/index.ts')] },
   };
   const program = ts.createProgram([...files.keys()], options);
@@ -72,18 +112,20 @@ function check(): number {
     const example = diagnostic.file === undefined ? undefined : files.get(diagnostic.file.fileName);
     if (diagnostic.file !== undefined && diagnostic.start !== undefined && example !== undefined) {
       const { line, character } = diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start);
-      console.error(`README.md:${example.line + line}:${character + 1}: TS${diagnostic.code}: ${message}`);
+      console.error(`${example.source}:${example.line + line}:${character + 1}: TS${diagnostic.code}: ${message}`);
     } else {
       const where = diagnostic.file === undefined ? '' : `${relative(root, diagnostic.file.fileName)}: `;
       console.error(`${where}TS${diagnostic.code}: ${message}`);
     }
   }
-  const skippedNote = skipped.length === 0 ? '' : ` (${skipped.length} marked not-checked: README.md lines ${skipped.join(', ')})`;
+  const skippedNote = all.skipped.length === 0 ? '' : ` (${all.skipped.length} marked not-checked: ${notes.join('; ')})`;
+  const blocks = `${all.examples.length} block(s) of ${markdownSources().length} Markdown file(s)`;
   if (diagnostics.length > 0) {
-    console.error(`✘ README examples: ${diagnostics.length} type error(s) in ${examples.length} ts block(s)${skippedNote}`);
+    console.error(`✘ examples: ${diagnostics.length} type error(s) in ${blocks}${skippedNote}`);
     return 1;
   }
-  console.log(`✔ README examples: ${examples.length} ts block(s) type-check against src/ (lines ${examples.map((e) => e.line).join(', ')})${skippedNote}`);
+  const cjs = all.examples.filter((e) => e.kind === 'cjs').length;
+  console.log(`✔ examples: ${blocks} type-check against src/, ${cjs} of them CommonJS${skippedNote}`);
   return 0;
 }
 
