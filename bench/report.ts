@@ -207,7 +207,7 @@ function findings(): string[] {
     '   than its capacity (26 %, and its slots free 31 % of the time with nothing waiting): the estimate falls',
     '   over ~1 s after the queue has drained. The simulation shows it without noise (20/20/22 ms: 0.957 of the',
     '   capacities, least-request 0.985); a cost that also reads the in-flight count now takes that back',
-    '   (0.986; README, *Load-aware weights*).',
+    '   (0.986; docs/spreading.md, *Load-aware weights*).',
     '',
     'Left on a busy machine: the client\'s own CPU per request (kube-balancer 1.04–1.3× BalancedPool\'s in',
     'these cells, `hedge: false` in between) — when the machine leaves the client less than its share of a',
