@@ -6,11 +6,11 @@ import { defaultOptions } from '../../src/index.ts';
 
 const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
 
-/** The rows of the table under `### Options`: option names (a cell may name several) → default cell. */
+/** The rows of the table under the `Options` heading (`##` or `###`): option names (a cell may name several) → default cell. */
 function optionsTable(markdown: string): Map<string, string> {
   const lines = markdown.split('\n');
-  const heading = lines.indexOf('### Options');
-  if (heading < 0) throw new Error('README.md has no "### Options" section');
+  const heading = lines.findIndex((line) => /^#{2,3} Options$/.test(line));
+  if (heading < 0) throw new Error('README.md has no "## Options" section');
   const rows = new Map<string, string>();
   let i = heading + 1;
   while (i < lines.length && !lines[i]!.startsWith('|')) i++;
