@@ -1,11 +1,13 @@
 // Type-checks the code of README.md and docs/*.md against the public API, so the examples cannot rot
 // (`npm run check:readme`, part of `npm test`): every ```ts block, and every ```js block that uses
-// `require(` (the CommonJS examples, checked as .cjs with checkJs). Each block becomes a module of its
+// `require(` (the CommonJS examples, checked as .cjs with checkJs, then run: they must finish
+// without a cluster, unless marked `<!-- not-run: reason -->`). Each block becomes a module of its
 // own under .cache/readme-examples/, where `kube-balancer` and `kube-balancer/prometheus` map to src/
 // (tsconfig `paths`) and relative imports are relative to the Markdown file. A block that is meant to
 // be partial carries `<!-- not-checked: reason -->` on the line before its opening fence; one that
 // needs code not merged yet carries `<!-- not-checked: pending-merge -->`, and is listed on every run
 // so that it is not forgotten.
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import ts from 'typescript';
@@ -21,6 +23,8 @@ export interface Example {
   code: string;
   /** `cjs`: a ```js block with `require(`, checked as CommonJS JavaScript. */
   kind: 'ts' | 'cjs';
+  /** A CommonJS block is run too, unless `<!-- not-run: … -->` precedes it. */
+  run: boolean;
 }
 
 export interface Extracted {
@@ -45,11 +49,12 @@ export function extractExamples(markdown: string, source = 'README.md'): Extract
     i = end;
     const ts = fence[1] === 'ts' || fence[1] === 'typescript';
     if (!ts && !/\brequire\s*\(/.test(code)) continue; // an ESM fragment or a data shape, not a program
-    const marker = /^<!--\s*not-checked:(.+)-->\s*$/.exec(lines[start - 2] ?? '');
+    const before = lines[start - 2] ?? '';
+    const marker = /^<!--\s*not-checked:(.+)-->\s*$/.exec(before);
     if (marker !== null) {
       out.skipped.push(start + 1);
       if (marker[1]!.trim() === 'pending-merge') out.pending.push(start + 1);
-    } else out.examples.push({ source, line: start + 1, code, kind: ts ? 'ts' : 'cjs' });
+    } else out.examples.push({ source, line: start + 1, code, kind: ts ? 'ts' : 'cjs', run: !ts && !/^<!--\s*not-run:.+-->\s*$/.test(before) });
   }
   return out;
 }
@@ -124,9 +129,37 @@ function check(): number {
     console.error(`✘ examples: ${diagnostics.length} type error(s) in ${blocks}${skippedNote}`);
     return 1;
   }
+  const failed = runCommonJs([...files].filter(([, e]) => e.run));
+  if (failed > 0) {
+    console.error(`✘ examples: ${failed} CommonJS block(s) failed to run`);
+    return 1;
+  }
   const cjs = all.examples.filter((e) => e.kind === 'cjs').length;
-  console.log(`✔ examples: ${blocks} type-check against src/, ${cjs} of them CommonJS${skippedNote}`);
+  console.log(`✔ examples: ${blocks} type-check against src/, ${cjs} of them CommonJS, run too${skippedNote}`);
   return 0;
+}
+
+/**
+ * Runs each CommonJS example with `kube-balancer` required from src/ (Node strips the types and
+ * `require`s the ES module), so the README's CommonJS claim is proven, not only typed. Returns
+ * how many failed.
+ */
+function runCommonJs(examples: Array<[string, Example]>): number {
+  let failed = 0;
+  for (const [file, example] of examples) {
+    const code = readFileSync(file, 'utf8')
+      .replace(/require\((['"])kube-balancer\/prometheus\1\)/g, `require(${JSON.stringify(join(root, 'src/prometheus/index.ts'))})`)
+      .replace(/require\((['"])kube-balancer\1\)/g, `require(${JSON.stringify(join(root, 'src/index.ts'))})`);
+    const runFile = file.replace(/\.cjs$/, '.run.cjs');
+    writeFileSync(runFile, code);
+    const result = spawnSync(process.execPath, [runFile], { encoding: 'utf8', timeout: 30_000 });
+    if (result.status !== 0) {
+      failed++;
+      const why = result.error?.message ?? `exit ${result.status ?? result.signal}`;
+      console.error(`${example.source}:${example.line}: the CommonJS example failed to run (${why}):\n${result.stderr}`);
+    }
+  }
+  return failed;
 }
 
 if (import.meta.filename === process.argv[1]) process.exitCode = check();

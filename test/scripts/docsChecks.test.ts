@@ -63,9 +63,10 @@ test('the example checker takes ts and CommonJS js blocks, and lists pending-mer
     '```js', '{ endpoints: [] }', '```',
     '<!-- not-checked: pending-merge -->', '```ts', "import { x } from 'kube-balancer/testing';", '```',
     '<!-- not-checked: partial on purpose -->', '```ts', 'foo(', '```',
+    '<!-- not-run: needs a cluster -->', '```js', "require('kube-balancer');", '```',
   ].join('\n');
   const found = extractExamples(markdown, 'docs/x.md');
-  t.deepEqual(found.examples.map((e) => [e.line, e.kind]), [[2, 'ts'], [5, 'cjs']]);
+  t.deepEqual(found.examples.map((e) => [e.line, e.kind, e.run]), [[2, 'ts', false], [5, 'cjs', true], [20, 'cjs', false]]);
   t.deepEqual(found.skipped, [12, 16]);
   t.deepEqual(found.pending, [12]);
 });
