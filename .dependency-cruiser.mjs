@@ -5,7 +5,7 @@
 
 /** Bottom → top. `paths` are regular expressions on the path from the repository root. */
 const layers = [
-  { name: 'ground', paths: ['^src/errors\\.ts$', '^src/clock\\.ts$', '^src/net/'] }, // errors, the clock, address/TLS/header helpers
+  { name: 'ground', paths: ['^src/errors\\.ts$', '^src/clock\\.ts$', '^src/platform\\.ts$', '^src/net/'] }, // errors, the clock, the Node/undici version check, address/TLS/header helpers
   { name: 'dns', paths: ['^src/dns/'] }, // the DNS wire format, client and cache
   { name: 'resolver', paths: ['^src/resolver/'] }, // targets → endpoint lists (DNS, EndpointSlices, static)
   { name: 'balancer', paths: ['^src/balancer/'] }, // the endpoint set and the pickers

@@ -16,7 +16,11 @@ export type BalancerErrorCode =
   /** A DNS lookup failed or found no records; `reason` says which (a `DnsError`). */
   | 'ERR_DNS'
   /** A kubeconfig cannot be used: no current cluster, a server that is not a URL, already attached. */
-  | 'ERR_KUBECONFIG';
+  | 'ERR_KUBECONFIG'
+  /** The running Node.js or the installed undici is outside what this package supports; the message says what was found, what is needed and the fix. */
+  | 'ERR_PLATFORM'
+  /** An optional package a feature needs (e.g. `ws` and `jsrsasign` for `kube-balancer/testing`) is not installed; the message names it and the install command. */
+  | 'ERR_MISSING_PACKAGE';
 
 export class BalancerError extends Error {
   override readonly name: string = 'BalancerError';

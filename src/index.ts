@@ -1,3 +1,5 @@
+// First: a Node.js or undici the package does not support is named here, before anything uses them.
+import './platform.ts';
 export { Balancer, createBalancer } from './dispatcher/Balancer.ts';
 export type { BalancerEvents } from './observability/events.ts';
 export { BalancerError, type BalancerErrorCode } from './errors.ts';

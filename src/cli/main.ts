@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: an unsupported Node.js or undici is named before any command loads them.
+import '../platform.ts';
 import { EXIT, UsageError } from './args.ts';
 import type { Command } from './command.ts';
 
