@@ -15,6 +15,7 @@ const layers = [
   { name: 'options', paths: ['^src/options/', '^src/options\\.ts$'] }, // option types, defaults, validation
   { name: 'dispatcher', paths: ['^src/dispatcher/'] }, // the undici Dispatcher: requests, attempts, pools
   { name: 'kube', paths: ['^src/kube/'] }, // glue for @kubernetes/client-node and kubernetes-fluent-client
+  { name: 'testing', paths: ['^src/testing/'] }, // `kube-balancer/testing`: the simulator, exported for users' tests
   { name: 'top', paths: ['^src/index\\.ts$', '^src/cli/', '^src/prometheus/'] }, // the public entry points and the CLI
 ];
 
@@ -39,6 +40,8 @@ const upImports = layers.flatMap((from, low) =>
 // The demo (`kube-balancer demo`) runs the apiserver simulator, the test certificates and the test DNS
 // server from fixtures/: these three entry modules and nothing else. Nothing else in src/ reaches outside it.
 const demoFixtures = ['^fixtures/apiserver/index\\.ts$', '^fixtures/certs/index\\.ts$', '^fixtures/dns/DnsTestServer\\.ts$'];
+// `kube-balancer/testing` (src/testing/) publishes the apiserver simulator and the run-time PKI: their entry modules only.
+const testingFixtures = ['^fixtures/apiserver/index\\.ts$', '^fixtures/certs/index\\.ts$'];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 export default {
@@ -80,10 +83,10 @@ export default {
       to: { path: '^(test|bench|scripts)/' },
     },
     {
-      name: 'only-the-demo-imports-fixtures',
-      comment: 'Only src/cli/demo/ may import fixtures/ (it runs the apiserver simulator).',
+      name: 'only-the-demo-and-testing-import-fixtures',
+      comment: 'Only src/cli/demo/ and src/testing/ may import fixtures/ (they run the apiserver simulator).',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/cli/demo/' },
+      from: { path: '^src/', pathNot: ['^src/cli/demo/', '^src/testing/'] },
       to: { path: '^fixtures/' },
     },
     {
@@ -92,6 +95,13 @@ export default {
       severity: 'error',
       from: { path: '^src/cli/demo/' },
       to: { path: '^fixtures/', pathNot: demoFixtures },
+    },
+    {
+      name: 'testing-imports-only-fixture-entry-points',
+      comment: `src/testing/ may import only these fixtures: ${testingFixtures.join(', ')}.`,
+      severity: 'error',
+      from: { path: '^src/testing/' },
+      to: { path: '^fixtures/', pathNot: testingFixtures },
     },
   ],
   options: {

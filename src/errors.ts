@@ -53,5 +53,7 @@ export function describe(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (Array.isArray(value)) return `an array of ${value.length}`;
   if (typeof value === 'function') return 'a function';
+  // A Promise where its value belongs is the usual slip (`pki: generatePki()` without `await`).
+  if (typeof (value as { then?: unknown }).then === 'function') return 'a Promise (a missing await?)';
   return `an object`;
 }
