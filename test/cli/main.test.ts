@@ -3,7 +3,7 @@ import test from 'ava';
 import { optional } from '../../src/cli/optional.ts';
 import { runCli } from '../helpers/cli.ts';
 
-const COMMANDS = ['resolve', 'watch', 'probe', 'demo'];
+const COMMANDS = ['resolve', 'watch', 'probe', 'demo', 'simulate'];
 
 test('no command: the usage on stderr, exit 2; --help: the usage on stdout, exit 0', async (t) => {
   const none = await runCli([]);
