@@ -1,5 +1,5 @@
 // What `npm pack` publishes (issue 12, item 11): no private key or certificate, none of the tests,
-// and of fixtures/ only what the demo imports; and the demo of the installed package still runs,
+// and of fixtures/ only what the demo and kube-balancer/testing import; and the demo of the installed package still runs,
 // with a PKI it makes at run time. Reads dist/ as `npm test` builds it (`npm run build` first).
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -17,7 +17,7 @@ const packageJson = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'
 
 /** A PEM block with a body: a key or certificate, not a string that merely names the header. */
 const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----[\r\n]+[A-Za-z0-9+/=\r\n]{40,}-----END \1-----/;
-/** What the demo imports from fixtures/: the simulator, the DNS server, the run-time PKI. */
+/** What the demo and kube-balancer/testing import from fixtures/: the simulator, the DNS server, the run-time PKI. */
 const DEMO_FIXTURES = /^dist\/fixtures\/(apiserver\/[A-Za-z]+|dns\/DnsTestServer|certs\/(generate|index))\.(js|d\.ts)(\.map)?$/;
 
 async function packedFiles(): Promise<string[]> {
@@ -30,7 +30,7 @@ test.before(() => {
   if (!existsSync(join(root, 'dist/src/index.js'))) throw new Error('dist/ is missing: run npm run build (npm test does) before this test');
 });
 
-test('npm pack holds no private key, no certificate, no test, and of fixtures/ only what the demo imports', async (t) => {
+test('npm pack holds no private key, no certificate, no test, and of fixtures/ only what the demo and the testing kit import', async (t) => {
   const files = await packedFiles();
   t.true(files.includes('dist/src/index.js') && files.includes('dist/src/cli/main.js'), 'the library and the CLI are in it');
   t.deepEqual(files.filter((path) => /\.(key|pem|crt|csr|p12|pfx|srl)$/i.test(path)), []);
@@ -42,7 +42,8 @@ test('npm pack holds no private key, no certificate, no test, and of fixtures/ o
   t.deepEqual(withPem, [], 'no file carries a PEM key or certificate');
   t.deepEqual(files.filter((path) => /^(dist\/)?(test|bench|scripts|examples)\//.test(path) || path.startsWith('fixtures/')), []);
   const fixtures = files.filter((path) => path.startsWith('dist/fixtures/'));
-  t.deepEqual(fixtures.filter((path) => !DEMO_FIXTURES.test(path)), [], 'only the fixtures the demo imports');
+  t.deepEqual(fixtures.filter((path) => !DEMO_FIXTURES.test(path)), [], 'only the fixtures the demo and the testing kit import');
+  t.true(files.includes('dist/src/testing/index.js') && files.includes('dist/src/testing/index.d.ts'), 'kube-balancer/testing is in it');
   t.true(fixtures.includes('dist/fixtures/certs/generate.js'), 'the demo makes its PKI at run time');
 });
 
