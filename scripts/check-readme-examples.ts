@@ -2,7 +2,7 @@
 // (`npm run check:readme`, part of `npm test`): every ```ts block, and every ```js block that uses
 // `require(` (the CommonJS examples, checked as .cjs with checkJs, then run: they must finish
 // without a cluster, unless marked `<!-- not-run: reason -->`). Each block becomes a module of its
-// own under .cache/readme-examples/, where `kube-balancer` and `kube-balancer/prometheus` map to src/
+// own under .cache/readme-examples/, where `kube-balancer`, `kube-balancer/prometheus` and `/testing` map to src/
 // (tsconfig `paths`) and relative imports are relative to the Markdown file. A block that is meant to
 // be partial carries `<!-- not-checked: reason -->` on the line before its opening fence; one that
 // needs code not merged yet carries `<!-- not-checked: pending-merge -->`, and is listed on every run
@@ -107,7 +107,11 @@ function check(): number {
     noEmit: true,
     allowJs: true,
     checkJs: true,
-    paths: { 'kube-balancer': [join(root, 'src/index.ts')], 'kube-balancer/prometheus': [join(root, 'src/prometheus/index.ts')] },
+    paths: {
+      'kube-balancer': [join(root, 'src/index.ts')],
+      'kube-balancer/prometheus': [join(root, 'src/prometheus/index.ts')],
+      'kube-balancer/testing': [join(root, 'src/testing/index.ts')],
+    },
   };
   const program = ts.createProgram([...files.keys()], options);
   const diagnostics = ts.getPreEmitDiagnostics(program);
@@ -149,6 +153,7 @@ function runCommonJs(examples: Array<[string, Example]>): number {
   for (const [file, example] of examples) {
     const code = readFileSync(file, 'utf8')
       .replace(/require\((['"])kube-balancer\/prometheus\1\)/g, `require(${JSON.stringify(join(root, 'src/prometheus/index.ts'))})`)
+      .replace(/require\((['"])kube-balancer\/testing\1\)/g, `require(${JSON.stringify(join(root, 'src/testing/index.ts'))})`)
       .replace(/require\((['"])kube-balancer\1\)/g, `require(${JSON.stringify(join(root, 'src/index.ts'))})`);
     const runFile = file.replace(/\.cjs$/, '.run.cjs');
     writeFileSync(runFile, code);
