@@ -5,7 +5,7 @@
 // balancer to three simulated apiservers. Reads dist/ as `npm test` builds it (`npm run build` first).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -94,6 +94,15 @@ test('the packed tarball: no install scripts; installed into a blank project it 
     await npm(['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'undici@8', 'ws@8', 'jsrsasign@11', '@types/node@22'], app);
     const installed = JSON.parse(await readFile(join(app, 'node_modules/kube-balancer/package.json'), 'utf8')) as { version: string };
     t.truthy(installed.version);
+
+    // Without the optional peers: a typed error naming them and the install command, not a loader error.
+    await rename(join(app, 'node_modules/ws'), join(app, 'node_modules/ws.away'));
+    await rename(join(app, 'node_modules/jsrsasign'), join(app, 'node_modules/jsrsasign.away'));
+    const missing = "import('kube-balancer/testing').then((m) => m.startApiservers()).catch((e) => console.log(e.code + ' ' + e.message));";
+    const { stdout: refusal } = await exec(process.execPath, ['--input-type=module', '-e', missing], { cwd: app, timeout: 60_000 });
+    t.is(refusal.trim(), 'ERR_MISSING_PACKAGE kube-balancer/testing needs ws and jsrsasign, not installed here (optional peer dependencies of kube-balancer). Fix: npm install --save-dev ws jsrsasign');
+    await rename(join(app, 'node_modules/ws.away'), join(app, 'node_modules/ws'));
+    await rename(join(app, 'node_modules/jsrsasign.away'), join(app, 'node_modules/jsrsasign'));
 
     await writeFile(join(app, 'check.mjs'), ESM);
     await writeFile(join(app, 'check.cjs'), CJS);
