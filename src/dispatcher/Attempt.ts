@@ -62,6 +62,7 @@ export class Attempt extends BodyTimer implements Handler {
   readonly #holdsBudget: boolean;
   #controller: Controller | undefined;
   #moved = false;
+  /** Whether undici handed the request to a connection (it writes it right after): see `notSent`. */
   started = false;
   /**
    * Clock time it was sent, read once: the hedge delay and a timed request's latency (load-aware
@@ -99,6 +100,7 @@ export class Attempt extends BodyTimer implements Handler {
   onRequestStart(controller: Controller, context: unknown): void {
     this.#controller = controller;
     if (this.#moved) return controller.abort(superseded());
+    this.started = true;
     this.#request.attemptStarted(this, controller, context);
   }
 

@@ -33,8 +33,8 @@ interface Reservation {
 /**
  * One caller request across its attempts. A retry goes to another endpoint, never the same one
  * twice, and only where the design's retry-safety table allows:
- * - nothing sent (connect or TLS failure, reset before the request started, a stream an HTTP/2
- *   GOAWAY or REFUSED_STREAM says was not processed): any method;
+ * - nothing sent (the attempt never handed the request to a connection, whatever the errno; a
+ *   stream an HTTP/2 GOAWAY or REFUSED_STREAM says was not processed): any method;
  * - 429 from API Priority and Fairness or a shutting-down apiserver, and the default shutdown's 503
  *   "apiserver is shutting down" (`isShutdown503`, told by its body, which is read whole first when
  *   the method may not be repeated): any method (the apiserver rejected the request before running
@@ -288,8 +288,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
 
   // ── called by attempts ───────────────────────────────────────────────────
 
-  attemptStarted(attempt: Attempt, controller: Controller, context: unknown): void {
-    attempt.started = true;
+  attemptStarted(_attempt: Attempt, controller: Controller, context: unknown): void {
     this.target = controller;
     if (this.#started) return;
     this.#started = true;
