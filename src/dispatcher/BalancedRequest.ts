@@ -23,13 +23,6 @@ type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
-interface Reservation {
-  endpoint: Endpoint;
-  reason: RetryReason;
-  /** Holds a unit of the retry budget (every retry but one after a failed handshake). */
-  budgeted: boolean;
-}
-
 /**
  * One caller request across its attempts. A retry goes to another endpoint, never the same one
  * twice, and only where the design's retry-safety table allows:
@@ -75,8 +68,6 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** Endpoints a retry must avoid; made only when there is a retry to consider. */
   #tried: Set<Endpoint> | undefined;
   #causes: Array<{ endpoint: string; error: Error }> | undefined;
-  /** Where the next attempt goes, reserved (with its retry budget) when a failure was judged retryable. */
-  #next: Reservation | undefined;
   #started = false;
   #committed = false;
   /** The latest attempt sent, and while a hedge races it, the attempt it races. */
@@ -154,7 +145,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** No response after the hedge delay: the same request goes to a second endpoint too, if the retry budget allows. */
   hedge(): void {
     const first = this.#attempt;
-    if (!first || first.answered || this.#rival || this.#committed || this.#next || this.finished || this.aborted) return;
+    if (!first || first.answered || this.#rival || this.#committed || this.finished || this.aborted) return;
     if (this.#attempts >= this.host.maxAttempts || (first.started && !this.#replayable)) return;
     const hedging = this.host.hedging!;
     const verdict = hedging.mayHedge(first.endpoint, first.sentAt);
@@ -230,10 +221,12 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   /**
-   * Whether a failed or rejected attempt may be retried; if so, reserves the next endpoint and a
-   * unit of retry budget. Called while the attempt can still be held back from the caller.
+   * Whether a failed or rejected attempt may be retried; if so, the retry goes now to another
+   * endpoint, with a unit of retry budget (every retry but one after a failed handshake). Called
+   * while the attempt can still be held back from the caller: a rejection's retry does not wait
+   * for its body (issue 26).
    */
-  #reserveRetry(attempt: Attempt, reason: RetryReason): boolean {
+  #retry(attempt: Attempt, reason: RetryReason): boolean {
     if (this.aborted || this.finished) return false;
     // A handshake that failed (certificate not verified) sent nothing and ejected that endpoint:
     // it uses up neither an attempt nor retry budget, so 30 wrong-name endpoints cannot fail a
@@ -251,30 +244,11 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
     const budgeted = reason !== 'tls';
     if (!endpoint || (reason === 'throttled' && !takesThrottledRetry(endpoint)) || (budgeted && !this.host.budget.tryAcquire())) return false;
-    this.#next = { endpoint, reason, budgeted };
-    return true;
-  }
-
-  #retryReserved(from: Attempt): void {
-    const next = this.#next as Reservation;
-    this.#next = undefined;
-    if (this.finished || this.aborted) {
-      if (next.budgeted) this.host.budget.release();
-      return this.#fail(this.reason ?? new Error('aborted'), false);
-    }
-    // A held-back response is read to its end first: meanwhile the resolver may have dropped the endpoint.
-    if (next.endpoint.removed) {
-      const endpoint = this.host.pick(this.longRunning, this.#probationOk(), this.#tried);
-      if (!endpoint) {
-        if (next.budgeted) this.host.budget.release();
-        return this.#fail(this.host.noEndpoints(), false);
-      }
-      next.endpoint = endpoint;
-    }
     this.detach();
-    this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1, this);
-    this.#send(next.endpoint, next.budgeted);
+    this.host.retrying(attempt.endpoint, endpoint, reason, this.#attempts + 1, this);
+    this.#send(endpoint, budgeted);
     this.#mayHedgeLater();
+    return true;
   }
 
   abortedBetweenAttempts(reason: Error): void {
@@ -295,10 +269,10 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.downstream.onRequestStart?.(this, context);
   }
 
-  /** True when the response is held back because another endpoint will be tried instead. */
+  /** True when the response is held back because the request went to another endpoint. */
   holdBack(attempt: Attempt, statusCode: number): boolean {
     const reason = this.#rejection(statusCode);
-    return reason !== undefined && this.#reserveRetry(attempt, reason);
+    return reason !== undefined && this.#retry(attempt, reason);
   }
 
   /** Why a response with `statusCode` is one to try elsewhere: a 429 (not an eviction's: that is its answer), a 5xx. */
@@ -356,15 +330,9 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     return !this.#idempotent && mayBeShutdown503(statusCode, headers);
   }
 
-  /** An inspected response was read whole: true when it goes elsewhere, false when it is the answer. */
+  /** An inspected response was read whole: true when the request went elsewhere, false when it is the answer. */
   inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean {
-    return isShutdown503(statusCode, headers, body) && this.#reserveRetry(attempt, 'shutdown');
-  }
-
-  /** A held-back response was read to its end (or broke while being read); one that lost a race (`responded`) ends there. */
-  heldBackDone(attempt: Attempt): void {
-    if (attempt !== this.#attempt) return;
-    this.#retryReserved(attempt);
+    return isShutdown503(statusCode, headers, body) && this.#retry(attempt, 'shutdown');
   }
 
   /** A committed 2xx response of a watch: from now on it ends at event boundaries only, if its type has them. */
@@ -413,7 +381,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     if (this.#watching === attempt && kind !== 'aborted' && !this.aborted) return this.#endAtBoundary();
     if (this.#committed || kind === 'aborted' || kind === 'other' || this.aborted) return this.#fail(error, false);
     (this.#causes ??= []).push({ endpoint: attempt.endpoint.key, error });
-    if (this.#reserveRetry(attempt, kind)) return this.#retryReserved(attempt);
+    if (this.#retry(attempt, kind)) return;
     const eligible = notSent(kind, attempt.started) || this.#idempotent;
     this.#fail(error, eligible);
   }
@@ -457,10 +425,6 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     }
     this.host.budget.requests--;
     if (!this.longRunning) this.host.budget.shortRequests--;
-    if (this.#next) {
-      if (this.#next.budgeted) this.host.budget.release();
-      this.#next = undefined;
-    }
   }
 }
 
