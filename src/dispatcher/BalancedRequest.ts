@@ -82,6 +82,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   hedgePrev: Hedgeable | undefined = undefined;
   hedgeNext: Hedgeable | undefined = undefined;
   hedgeQueued = false;
+  /** The exploration copy made for it, if one was (Explore.ts). */
+  copy: { cancel(): void } | undefined = undefined;
 
   /**
    * `opts` are this request's own copy, already addressed (Host header, servername, timeouts): every
@@ -148,7 +150,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     if (!first || first.answered || this.#rival || this.#committed || this.finished || this.aborted) return;
     if (this.#attempts >= this.host.maxAttempts || (first.started && !this.#replayable)) return;
     const hedging = this.host.hedging!;
-    const verdict = hedging.mayHedge(first.endpoint, first.sentAt);
+    const verdict = hedging.mayHedge(first.endpoint, first.sentAt, this.timed);
     // Its endpoint answered less than the delay ago: not silent yet, so wait from that answer.
     if (typeof verdict === 'number') return hedging.wait(this, verdict);
     const tried = (this.#tried ??= new Set());
@@ -249,6 +251,12 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.#send(endpoint, budgeted);
     this.#mayHedgeLater();
     return true;
+  }
+
+  /** The caller aborted: an exploration copy made for it is cancelled too. */
+  override abort(reason: Error): void {
+    this.copy?.cancel();
+    super.abort(reason);
   }
 
   abortedBetweenAttempts(reason: Error): void {
