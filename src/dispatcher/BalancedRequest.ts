@@ -9,6 +9,7 @@ import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { DEFAULT_BODY_TIMEOUT } from './BodyTimer.ts';
 import { explore } from './Explore.ts';
+import { handOverHeld } from './HoldBack.ts';
 import { framerFor } from './framing/framerFor.ts';
 import type { WatchFramer } from './framing/WatchFramer.ts';
 import type { Hedgeable } from './Hedge.ts';
@@ -298,31 +299,16 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     return this.#idempotent && !this.longRunning && this.#replayable;
   }
 
-  /**
-   * A held response came whole: the caller gets its head now, and its body and end after it. While
-   * other short requests are in flight they follow from a `setImmediate`, as they would arrive from
-   * an undici Pool: the caller is reading its body by then, so the chunk goes straight to its stream
-   * instead of being buffered (and, it seems, the requests the callers send next go out together,
-   * once the event loop has read all that came in). Measured in one process against the synchronous hand-over
-   * (bench/dispatch.ts's set-up, 150 interleaved rounds): 7-9 % less client CPU per request at
-   * concurrency 64. A lone request would pay an event-loop turn for that (3-5 % more at concurrency
-   * 1), and given everything at once its body was buffered by the caller's stream and read back
-   * (two more `endReadable` ticks and an `emitReadable`): its body follows from a microtask's
-   * `nextTick`, after the caller's continuation (which starts reading) and the stream's `resume`
-   * tick, so the chunk flows as a Pool's does — 2-3 % less client CPU at concurrency 1.
-   */
+  /** A held response came whole: the caller gets its head now, and its body and end after it (`handOverHeld`). */
   completedHeld(attempt: Attempt, trailers: Headers): void {
     this.#committed = true;
     if (this.finished) return;
     attempt.passHead(this.downstream, this);
     if (!attempt.holdsBody) return this.endHeld(attempt, trailers);
-    if (this.host.budget.shortRequests > 1) setImmediate(endHeld, this, attempt, trailers);
-    // A promise's reaction, not queueMicrotask: that makes an AsyncResource, a bound function and
-    // an async scope per call, for the same place in the microtask queue.
-    else void RESOLVED.then(() => process.nextTick(endHeld, this, attempt, trailers));
+    handOverHeld(this, attempt, trailers, this.host.budget.shortRequests > 1);
   }
 
-  /** The rest of a held response (see `completedHeld`). */
+  /** The rest of a held response (see `handOverHeld`). */
   endHeld(attempt: Attempt, trailers: Headers): void {
     if (this.finished) return;
     attempt.passBody(this.downstream, this);
@@ -434,12 +420,6 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.host.budget.requests--;
     if (!this.longRunning) this.host.budget.shortRequests--;
   }
-}
-
-const RESOLVED = Promise.resolve();
-
-function endHeld(request: BalancedRequest, attempt: Attempt, trailers: Headers): void {
-  request.endHeld(attempt, trailers);
 }
 
 function describeError(error: Error): string {
