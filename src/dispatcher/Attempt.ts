@@ -1,11 +1,12 @@
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
+import type { ClockTimer } from '../clock.ts';
 import { classifyError } from '../health/classifyError.ts';
 import { keepRejectionBody, REJECTION_BODY_BYTES } from '../health/rejections.ts';
 import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
 import { BodyTimer, type Reader } from './BodyTimer.ts';
-import { fitsHold } from './HoldBack.ts';
+import { fitsHold, REJECTION_READ_BYTES, REJECTION_READ_MS } from './HoldBack.ts';
 import type { RequestHost } from './RequestHost.ts';
 
 type Handler = Dispatcher.DispatchHandler;
@@ -30,6 +31,7 @@ export interface AttemptOwner extends Controller, Reader {
   attemptStarted(attempt: Attempt, controller: Controller, context: unknown): void;
   /** Its response headers came, at clock time `now`; false when it lost a race all the same (it is then only read for its verdict). */
   responded(attempt: Attempt, now: number, statusCode: number): boolean;
+  /** True when its rejection is held back: the request went to another endpoint, now. */
   holdBack(attempt: Attempt, statusCode: number): boolean;
   inspects(statusCode: number, headers: Headers): boolean;
   inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean;
@@ -38,7 +40,6 @@ export interface AttemptOwner extends Controller, Reader {
   readonly holdable: boolean;
   /** Its held response is complete: the caller gets it from `attempt.passHead`/`passBody`, now or soon. */
   completedHeld(attempt: Attempt, trailers: Headers): void;
-  heldBackDone(attempt: Attempt): void;
   watchStarted(attempt: Attempt, contentType: string | string[] | undefined): void;
   attemptSettled(attempt: Attempt): void;
   forward(chunk: Buffer): void;
@@ -62,6 +63,7 @@ export class Attempt extends BodyTimer implements Handler {
   readonly #holdsBudget: boolean;
   #controller: Controller | undefined;
   #moved = false;
+  /** Whether undici handed the request to a connection (it writes it right after): see `notSent`. */
   started = false;
   /**
    * Clock time it was sent, read once: the hedge delay and a timed request's latency (load-aware
@@ -69,7 +71,10 @@ export class Attempt extends BodyTimer implements Handler {
    */
   sentAt = 0;
   answered = false;
+  /** A rejection whose retry went (or that lost a race): its body is read for the verdict alone, within a bound. */
   #heldBack = false;
+  /** Ends the read of a held-back rejection's body, or of an inspected one (see `REJECTION_READ_MS`). */
+  #readBound: ClockTimer | undefined;
   /**
    * Whether the response is being held until complete (a short GET or HEAD, up to `maxHeldResponse`
    * bytes): while it is the caller has seen nothing, so a connection that breaks before the end can
@@ -99,6 +104,7 @@ export class Attempt extends BodyTimer implements Handler {
   onRequestStart(controller: Controller, context: unknown): void {
     this.#controller = controller;
     if (this.#moved) return controller.abort(superseded());
+    this.started = true;
     this.#request.attemptStarted(this, controller, context);
   }
 
@@ -122,6 +128,7 @@ export class Attempt extends BodyTimer implements Handler {
   moved(): void {
     this.#moved = true;
     this.stop();
+    this.#unbound();
     this.#settle({ type: 'aborted' });
   }
 
@@ -133,7 +140,6 @@ export class Attempt extends BodyTimer implements Handler {
     const request = this.#request;
     request.responded(this, request.host.clock.now(), statusCode);
     this.#statusCode = statusCode;
-    request.holdBack(this, statusCode);
     request.commit();
     // An upgraded socket (exec, attach, port-forward) is a stream until it closes.
     socket.once('close', () => {
@@ -154,19 +160,14 @@ export class Attempt extends BodyTimer implements Handler {
       this.#headers = headers;
       if (request.bodyTimeout > 0) request.host.bodyTimers.start(this, request.bodyTimeout, now);
       // A rejection that lost a race to an attempt still waiting: read for its verdict, then dropped.
-      if (!won) {
-        this.#heldBack = true;
-        return;
-      }
+      if (!won) return this.#holdBack();
       if (request.inspects(statusCode, headers)) {
         this.#inspected = { statusCode, headers, statusMessage, chunks: [], bytes: 0 };
-        return;
+        return this.#bound();
       }
-      // Only a 429 or a 5xx is ever held back for a retry.
-      if (statusCode >= 429 && request.holdBack(this, statusCode)) {
-        this.#heldBack = true;
-        return;
-      }
+      // Only a 429 or a 5xx is ever held back for a retry, which goes now: its status says it may,
+      // and a body that trickles must not hold it (issue 26).
+      if (statusCode >= 429 && request.holdBack(this, statusCode)) return this.#holdBack();
       if (request.holdable && fitsHold(headers['content-length'], request.host.maxHeldResponse)) {
         this.#holding = true;
         this.#statusMessage = statusMessage;
@@ -182,7 +183,11 @@ export class Attempt extends BodyTimer implements Handler {
     this.touch();
     // Kept to read what a rejection says (a shutdown, a lagging watch cache), whether or not it is retried.
     if (this.#statusCode >= 429) this.#body = keepRejectionBody(this.#body, this.#statusCode, chunk);
-    if (this.#heldBack || this.#moved) return;
+    if (this.#moved) return;
+    if (this.#heldBack) {
+      if ((this.#heldBytes += chunk.length) > REJECTION_READ_BYTES) this.abort(readEnough());
+      return;
+    }
     if (this.#holding) {
       if (this.#heldFirst === undefined) this.#heldFirst = chunk;
       else (this.#heldRest ??= []).push(chunk);
@@ -210,10 +215,13 @@ export class Attempt extends BodyTimer implements Handler {
   onResponseEnd(_controller: Controller, trailers: Headers): void {
     const request = this.#request;
     this.stop();
+    this.#unbound();
     if (this.#moved) return;
     this.#settle(this.#responseOutcome());
-    if (this.#inspected && request.inspected(this, this.#statusCode, this.#headers, this.#body)) this.#heldBack = true;
-    if (this.#heldBack) return request.heldBackDone(this);
+    // Its retry went at its headers, or it lost a race: it was read for its verdict alone.
+    if (this.#heldBack) return;
+    // A shutdown's 503: the request went elsewhere.
+    if (this.#inspected && request.inspected(this, this.#statusCode, this.#headers, this.#body)) return;
     if (this.#holding) {
       this.#holding = false;
       return request.completedHeld(this, trailers);
@@ -225,14 +233,12 @@ export class Attempt extends BodyTimer implements Handler {
 
   onResponseError(_controller: Controller | null, error: Error): void {
     this.stop();
+    this.#unbound();
     if (this.#moved) return;
     // An inspected response that broke is an attempt that failed: what it said was not all said.
     this.#inspected = undefined;
-    if (this.#heldBack) {
-      // The held-back response broke while being read; it was rejected anyway.
-      this.#settle(this.#responseOutcome());
-      return this.#request.heldBackDone(this);
-    }
+    // The held-back response broke while being read (or was read long enough); it was rejected anyway.
+    if (this.#heldBack) return this.#settle(this.#responseOutcome());
     // A response still held broke before its end: the caller saw none of it, so it may be retried.
     this.#holding = false;
     this.#heldFirst = this.#heldRest = undefined;
@@ -282,10 +288,37 @@ export class Attempt extends BodyTimer implements Handler {
     const inspected = this.#inspected!;
     const request = this.#request;
     this.#inspected = undefined;
+    this.#unbound();
     request.commit();
     if (request.finished) return;
     request.downstream.onResponseStart?.(request, inspected.statusCode, inspected.headers, inspected.statusMessage);
     for (const chunk of inspected.chunks) if (!request.finished) request.forward(chunk);
+  }
+
+  /** Its response is not the caller's: its body is read for the verdict (what the rejection says) within a bound. */
+  #holdBack(): void {
+    this.#heldBack = true;
+    this.#heldBytes = 0;
+    this.#bound();
+  }
+
+  /**
+   * A rejection's body is read for what it says, or an inspected one to decide, within
+   * `REJECTION_READ_MS`: then a held-back one ends with what was read, and an inspected one is the
+   * caller's as it is (its rest streams on). A clock timer of its own: rejections are rare.
+   */
+  #bound(): void {
+    this.#readBound = this.#request.host.clock.setTimeout(() => {
+      this.#readBound = undefined;
+      if (this.#inspected) this.#release();
+      else if (this.#heldBack) this.abort(readEnough());
+    }, REJECTION_READ_MS);
+  }
+
+  #unbound(): void {
+    if (this.#readBound === undefined) return;
+    this.#request.host.clock.clearTimeout(this.#readBound);
+    this.#readBound = undefined;
   }
 
   #responseOutcome(): AttemptOutcome {
@@ -308,6 +341,11 @@ export class Attempt extends BodyTimer implements Handler {
  */
 function superseded(): Error {
   return Object.assign(new Error('kube-balancer: another attempt answered first'), { code: 'UND_ERR_INFO' });
+}
+
+/** A held-back rejection's body was read long enough; informational, like `superseded`. */
+function readEnough(): Error {
+  return Object.assign(new Error("kube-balancer: a rejected response's body was read long enough"), { code: 'UND_ERR_INFO' });
 }
 
 interface Inspected {

@@ -9,6 +9,7 @@ import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { DEFAULT_BODY_TIMEOUT } from './BodyTimer.ts';
 import { explore } from './Explore.ts';
+import { handOverHeld } from './HoldBack.ts';
 import { framerFor } from './framing/framerFor.ts';
 import type { WatchFramer } from './framing/WatchFramer.ts';
 import type { Hedgeable } from './Hedge.ts';
@@ -23,18 +24,11 @@ type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
-interface Reservation {
-  endpoint: Endpoint;
-  reason: RetryReason;
-  /** Holds a unit of the retry budget (every retry but one after a failed handshake). */
-  budgeted: boolean;
-}
-
 /**
  * One caller request across its attempts. A retry goes to another endpoint, never the same one
  * twice, and only where the design's retry-safety table allows:
- * - nothing sent (connect or TLS failure, reset before the request started, a stream an HTTP/2
- *   GOAWAY or REFUSED_STREAM says was not processed): any method;
+ * - nothing sent (the attempt never handed the request to a connection, whatever the errno; a
+ *   stream an HTTP/2 GOAWAY or REFUSED_STREAM says was not processed): any method;
  * - 429 from API Priority and Fairness or a shutting-down apiserver, and the default shutdown's 503
  *   "apiserver is shutting down" (`isShutdown503`, told by its body, which is read whole first when
  *   the method may not be repeated): any method (the apiserver rejected the request before running
@@ -75,8 +69,6 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** Endpoints a retry must avoid; made only when there is a retry to consider. */
   #tried: Set<Endpoint> | undefined;
   #causes: Array<{ endpoint: string; error: Error }> | undefined;
-  /** Where the next attempt goes, reserved (with its retry budget) when a failure was judged retryable. */
-  #next: Reservation | undefined;
   #started = false;
   #committed = false;
   /** The latest attempt sent, and while a hedge races it, the attempt it races. */
@@ -91,6 +83,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   hedgePrev: Hedgeable | undefined = undefined;
   hedgeNext: Hedgeable | undefined = undefined;
   hedgeQueued = false;
+  /** The exploration copy made for it, if one was (Explore.ts). */
+  copy: { cancel(): void } | undefined = undefined;
 
   /**
    * `opts` are this request's own copy, already addressed (Host header, servername, timeouts): every
@@ -154,10 +148,10 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** No response after the hedge delay: the same request goes to a second endpoint too, if the retry budget allows. */
   hedge(): void {
     const first = this.#attempt;
-    if (!first || first.answered || this.#rival || this.#committed || this.#next || this.finished || this.aborted) return;
+    if (!first || first.answered || this.#rival || this.#committed || this.finished || this.aborted) return;
     if (this.#attempts >= this.host.maxAttempts || (first.started && !this.#replayable)) return;
     const hedging = this.host.hedging!;
-    const verdict = hedging.mayHedge(first.endpoint, first.sentAt);
+    const verdict = hedging.mayHedge(first.endpoint, first.sentAt, this.timed);
     // Its endpoint answered less than the delay ago: not silent yet, so wait from that answer.
     if (typeof verdict === 'number') return hedging.wait(this, verdict);
     const tried = (this.#tried ??= new Set());
@@ -230,10 +224,12 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   /**
-   * Whether a failed or rejected attempt may be retried; if so, reserves the next endpoint and a
-   * unit of retry budget. Called while the attempt can still be held back from the caller.
+   * Whether a failed or rejected attempt may be retried; if so, the retry goes now to another
+   * endpoint, with a unit of retry budget (every retry but one after a failed handshake). Called
+   * while the attempt can still be held back from the caller: a rejection's retry does not wait
+   * for its body (issue 26).
    */
-  #reserveRetry(attempt: Attempt, reason: RetryReason): boolean {
+  #retry(attempt: Attempt, reason: RetryReason): boolean {
     if (this.aborted || this.finished) return false;
     // A handshake that failed (certificate not verified) sent nothing and ejected that endpoint:
     // it uses up neither an attempt nor retry budget, so 30 wrong-name endpoints cannot fail a
@@ -251,30 +247,17 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
     const budgeted = reason !== 'tls';
     if (!endpoint || (reason === 'throttled' && !takesThrottledRetry(endpoint)) || (budgeted && !this.host.budget.tryAcquire())) return false;
-    this.#next = { endpoint, reason, budgeted };
+    this.detach();
+    this.host.retrying(attempt.endpoint, endpoint, reason, this.#attempts + 1, this);
+    this.#send(endpoint, budgeted);
+    this.#mayHedgeLater();
     return true;
   }
 
-  #retryReserved(from: Attempt): void {
-    const next = this.#next as Reservation;
-    this.#next = undefined;
-    if (this.finished || this.aborted) {
-      if (next.budgeted) this.host.budget.release();
-      return this.#fail(this.reason ?? new Error('aborted'), false);
-    }
-    // A held-back response is read to its end first: meanwhile the resolver may have dropped the endpoint.
-    if (next.endpoint.removed) {
-      const endpoint = this.host.pick(this.longRunning, this.#probationOk(), this.#tried);
-      if (!endpoint) {
-        if (next.budgeted) this.host.budget.release();
-        return this.#fail(this.host.noEndpoints(), false);
-      }
-      next.endpoint = endpoint;
-    }
-    this.detach();
-    this.host.retrying(from.endpoint, next.endpoint, next.reason, this.#attempts + 1, this);
-    this.#send(next.endpoint, next.budgeted);
-    this.#mayHedgeLater();
+  /** The caller aborted: an exploration copy made for it is cancelled too. */
+  override abort(reason: Error): void {
+    this.copy?.cancel();
+    super.abort(reason);
   }
 
   abortedBetweenAttempts(reason: Error): void {
@@ -288,18 +271,17 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
 
   // ── called by attempts ───────────────────────────────────────────────────
 
-  attemptStarted(attempt: Attempt, controller: Controller, context: unknown): void {
-    attempt.started = true;
+  attemptStarted(_attempt: Attempt, controller: Controller, context: unknown): void {
     this.target = controller;
     if (this.#started) return;
     this.#started = true;
     this.downstream.onRequestStart?.(this, context);
   }
 
-  /** True when the response is held back because another endpoint will be tried instead. */
+  /** True when the response is held back because the request went to another endpoint. */
   holdBack(attempt: Attempt, statusCode: number): boolean {
     const reason = this.#rejection(statusCode);
-    return reason !== undefined && this.#reserveRetry(attempt, reason);
+    return reason !== undefined && this.#retry(attempt, reason);
   }
 
   /** Why a response with `statusCode` is one to try elsewhere: a 429 (not an eviction's: that is its answer), a 5xx. */
@@ -317,31 +299,16 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     return this.#idempotent && !this.longRunning && this.#replayable;
   }
 
-  /**
-   * A held response came whole: the caller gets its head now, and its body and end after it. While
-   * other short requests are in flight they follow from a `setImmediate`, as they would arrive from
-   * an undici Pool: the caller is reading its body by then, so the chunk goes straight to its stream
-   * instead of being buffered (and, it seems, the requests the callers send next go out together,
-   * once the event loop has read all that came in). Measured in one process against the synchronous hand-over
-   * (bench/dispatch.ts's set-up, 150 interleaved rounds): 7-9 % less client CPU per request at
-   * concurrency 64. A lone request would pay an event-loop turn for that (3-5 % more at concurrency
-   * 1), and given everything at once its body was buffered by the caller's stream and read back
-   * (two more `endReadable` ticks and an `emitReadable`): its body follows from a microtask's
-   * `nextTick`, after the caller's continuation (which starts reading) and the stream's `resume`
-   * tick, so the chunk flows as a Pool's does — 2-3 % less client CPU at concurrency 1.
-   */
+  /** A held response came whole: the caller gets its head now, and its body and end after it (`handOverHeld`). */
   completedHeld(attempt: Attempt, trailers: Headers): void {
     this.#committed = true;
     if (this.finished) return;
     attempt.passHead(this.downstream, this);
     if (!attempt.holdsBody) return this.endHeld(attempt, trailers);
-    if (this.host.budget.shortRequests > 1) setImmediate(endHeld, this, attempt, trailers);
-    // A promise's reaction, not queueMicrotask: that makes an AsyncResource, a bound function and
-    // an async scope per call, for the same place in the microtask queue.
-    else void RESOLVED.then(() => process.nextTick(endHeld, this, attempt, trailers));
+    handOverHeld(this, attempt, trailers, this.host.budget.shortRequests > 1);
   }
 
-  /** The rest of a held response (see `completedHeld`). */
+  /** The rest of a held response (see `handOverHeld`). */
   endHeld(attempt: Attempt, trailers: Headers): void {
     if (this.finished) return;
     attempt.passBody(this.downstream, this);
@@ -357,15 +324,9 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     return !this.#idempotent && mayBeShutdown503(statusCode, headers);
   }
 
-  /** An inspected response was read whole: true when it goes elsewhere, false when it is the answer. */
+  /** An inspected response was read whole: true when the request went elsewhere, false when it is the answer. */
   inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean {
-    return isShutdown503(statusCode, headers, body) && this.#reserveRetry(attempt, 'shutdown');
-  }
-
-  /** A held-back response was read to its end (or broke while being read); one that lost a race (`responded`) ends there. */
-  heldBackDone(attempt: Attempt): void {
-    if (attempt !== this.#attempt) return;
-    this.#retryReserved(attempt);
+    return isShutdown503(statusCode, headers, body) && this.#retry(attempt, 'shutdown');
   }
 
   /** A committed 2xx response of a watch: from now on it ends at event boundaries only, if its type has them. */
@@ -414,7 +375,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     if (this.#watching === attempt && kind !== 'aborted' && !this.aborted) return this.#endAtBoundary();
     if (this.#committed || kind === 'aborted' || kind === 'other' || this.aborted) return this.#fail(error, false);
     (this.#causes ??= []).push({ endpoint: attempt.endpoint.key, error });
-    if (this.#reserveRetry(attempt, kind)) return this.#retryReserved(attempt);
+    if (this.#retry(attempt, kind)) return;
     const eligible = notSent(kind, attempt.started) || this.#idempotent;
     this.#fail(error, eligible);
   }
@@ -458,17 +419,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     }
     this.host.budget.requests--;
     if (!this.longRunning) this.host.budget.shortRequests--;
-    if (this.#next) {
-      if (this.#next.budgeted) this.host.budget.release();
-      this.#next = undefined;
-    }
   }
-}
-
-const RESOLVED = Promise.resolve();
-
-function endHeld(request: BalancedRequest, attempt: Attempt, trailers: Headers): void {
-  request.endHeld(attempt, trailers);
 }
 
 function describeError(error: Error): string {

@@ -16,6 +16,8 @@ type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 export interface Explorable extends DescribedRequest {
   /** Milliseconds its response body may stay silent (the copy's too). */
   readonly bodyTimeout: number;
+  /** The copy made for it, which the caller's abort ends too. */
+  copy: { cancel(): void } | undefined;
 }
 
 /**
@@ -45,7 +47,9 @@ export function explore(host: RequestHost, endpoint: Endpoint, route: Route, opt
   if (!other || !host.budget.tryAcquire()) return undefined;
   hedging.explored();
   host.retrying(endpoint, other, 'hedge', 1, request);
-  new ExploreCopy(host, endpoint, request.bodyTimeout).send(route, opts, request);
+  const copy = new ExploreCopy(host, endpoint, request.bodyTimeout);
+  request.copy = copy;
+  copy.send(route, opts, request);
   return other;
 }
 
@@ -60,6 +64,7 @@ class ExploreCopy extends BodyTimer implements Handler, Reader {
   readonly #endpoint: Endpoint;
   readonly #bodyTimeout: number;
   #controller: Controller | undefined;
+  #cancelled = false;
   #sentAt = NaN;
   #statusCode = 0;
   #headers: Headers = {};
@@ -92,10 +97,24 @@ class ExploreCopy extends BodyTimer implements Handler, Reader {
 
   onRequestStart(controller: Controller): void {
     this.#controller = controller;
+    if (this.#cancelled) controller.abort(cancelled());
+  }
+
+  /**
+   * The caller aborted: the copy goes too, with no verdict on the endpoint. A copy is load sent on
+   * the caller's behalf; it must not outlive the caller's interest, holding a unit of retry budget
+   * and a connection on an endpoint already slow.
+   */
+  cancel(): void {
+    if (this.#settled) return;
+    this.#cancelled = true;
+    this.stop();
+    this.#settle({ type: 'aborted' });
+    this.#controller?.abort(cancelled());
   }
 
   onResponseStart(_controller: Controller, statusCode: number, headers: Headers): void {
-    if (statusCode < 200) return;
+    if (statusCode < 200 || this.#cancelled) return;
     this.#statusCode = statusCode;
     this.#headers = headers;
     const host = this.#host;
@@ -132,4 +151,9 @@ class ExploreCopy extends BodyTimer implements Handler, Reader {
     host.budget.release();
     host.attemptEnded(this.#endpoint, false, outcome, this.#sentAt);
   }
+}
+
+/** Informational (undici's `UND_ERR_INFO`), as an attempt's `superseded`: no other request is to fail for it. */
+function cancelled(): Error {
+  return Object.assign(new Error("kube-balancer: the caller aborted the request this copy explored for"), { code: 'UND_ERR_INFO' });
 }

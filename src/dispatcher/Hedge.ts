@@ -142,11 +142,15 @@ export class Hedging {
    * left: wait again, in case one is earned or the endpoint is ejected), or the time from which to
    * wait again, when the endpoint answered something less than the delay ago (a slow endpoint that
    * answers others is the load-aware picker's business, not a hedge's). Nothing is spent until `sent`.
+   * Only a `pointRead` (a GET of one named object) is hedged for being slow: a LIST takes seconds
+   * anywhere, and a copy doubles the apiserver's most expensive load and reads the slow answer as
+   * silence (three wins judged a slow-but-alive endpoint silent). Any other short GET only moves off
+   * an endpoint that is out.
    */
-  mayHedge(endpoint: Endpoint, sentAt: number): boolean | number {
+  mayHedge(endpoint: Endpoint, sentAt: number, pointRead: boolean): boolean | number {
     const quietSince = Math.max(sentAt, endpoint.lastAnswerAt);
     if (this.#clock.now() - quietSince < this.#delay) return quietSince;
-    return isOut(endpoint) || this.#credit >= 100;
+    return isOut(endpoint) || (pointRead && this.#credit >= 100);
   }
 
   /**
@@ -267,7 +271,14 @@ function select(values: Float64Array, n: number, k: number): number {
   return values[k]!;
 }
 
-/** Ejected or no longer listed: no new requests go there, so those still waiting there are moved. */
+/**
+ * No longer listed, or ejected because requests there go unanswered (silent, refused, a failed
+ * handshake): those still waiting there are moved, for free. Not an endpoint resting for a 429's
+ * `Retry-After` or a run of failures: it answers, and free copies of its queued GETs would only
+ * load its peers, which may be near their own limits.
+ */
 function isOut(endpoint: Endpoint): boolean {
-  return endpoint.state === 'ejected' || endpoint.removed;
+  if (endpoint.removed) return true;
+  const reason = endpoint.state === 'ejected' ? endpoint.lastEjection?.reason : undefined;
+  return reason === 'unreachable' || reason === 'connect' || reason === 'tls';
 }

@@ -16,9 +16,15 @@ export function isEviction(method: string, path: string): boolean {
   return (method === 'POST' || method === 'post') && EVICTION.test(path);
 }
 
-/** Failures that prove the apiserver never ran the request. */
+/**
+ * Whether the apiserver provably never ran the request: the attempt's own transport state says no
+ * byte of it was handed to a connection (`started`: undici's `onRequestStart`, called right before
+ * it writes the request), or HTTP/2 said the stream was not processed (GOAWAY, REFUSED_STREAM). An
+ * errno never proves it: `read ETIMEDOUT` on an established connection (keepalive failed) comes
+ * after the request was written, and it ran.
+ */
 export function notSent(kind: FailureKind | RetryReason, started: boolean): boolean {
-  return kind === 'connect' || kind === 'tls' || kind === 'refused' || (kind === 'reset' && !started);
+  return !started || kind === 'refused';
 }
 
 /**

@@ -179,29 +179,51 @@ test('earned hedges: 100 up front, 2 per 100 answers, never more than 100 saved;
   const sentAt = clock.now();
   clock.advance(SETTINGS.maxDelayMs);
   let spent = 0;
-  while (hedging.mayHedge(stuck, sentAt) === true && spent < 1000) {
+  while (hedging.mayHedge(stuck, sentAt, true) === true && spent < 1000) {
     hedging.sent(stuck);
     spent++;
   }
   t.is(spent, 100, 'the burst a start begins with');
   for (let i = 0; i < 49; i++) hedging.answered(other, 1);
-  t.false(hedging.mayHedge(stuck, sentAt));
+  t.false(hedging.mayHedge(stuck, sentAt, true));
   hedging.answered(other, 1);
-  t.true(hedging.mayHedge(stuck, sentAt), '50 answers earn one');
+  t.true(hedging.mayHedge(stuck, sentAt, true), '50 answers earn one');
   hedging.sent(stuck);
-  t.false(hedging.mayHedge(stuck, sentAt));
+  t.false(hedging.mayHedge(stuck, sentAt, true));
   stuck.state = 'ejected';
-  t.true(hedging.mayHedge(stuck, sentAt));
+  stuck.lastEjection = { reason: 'unreachable', at: 0, durationMs: 30_000 };
+  t.true(hedging.mayHedge(stuck, sentAt, true));
   hedging.sent(stuck);
-  t.true(hedging.mayHedge(stuck, sentAt), 'free while its endpoint is out');
+  t.true(hedging.mayHedge(stuck, sentAt, true), 'free while its endpoint is out');
   stuck.state = 'ready';
   for (let i = 0; i < 100_000; i++) hedging.answered(other, 1);
   spent = 0;
-  while (hedging.mayHedge(stuck, sentAt) === true && spent < 1000) {
+  while (hedging.mayHedge(stuck, sentAt, true) === true && spent < 1000) {
     hedging.sent(stuck);
     spent++;
   }
   t.is(spent, 100, 'at most 100 saved up, however many answers');
+});
+
+test('an endpoint resting for a 429 (or a run of failures) is not out: its queued GETs are hedged only with earned hedges, and a LIST not at all', (t) => {
+  const clock = new FakeClock();
+  const hedging = new Hedging(SETTINGS, clock, () => {});
+  const resting = endpoint(1);
+  const sentAt = clock.now();
+  clock.advance(SETTINGS.maxDelayMs);
+  for (let i = 0; i < 100; i++) hedging.sent(resting);
+  t.false(hedging.mayHedge(resting, sentAt, true), 'none earned left');
+  resting.state = 'ejected';
+  for (const reason of ['throttled', 'failures'] as const) {
+    resting.lastEjection = { reason, at: 0, durationMs: 1000 };
+    t.false(hedging.mayHedge(resting, sentAt, true), `ejected for ${reason}: it answers, a free hedge would only load its peers`);
+  }
+  resting.lastEjection = { reason: 'unreachable', at: 0, durationMs: 1000 };
+  t.true(hedging.mayHedge(resting, sentAt, false), 'a LIST moves off an endpoint that is out, for free');
+  resting.state = 'ready';
+  for (let i = 0; i < 10_000; i++) hedging.answered(endpoint(2), 1);
+  t.true(hedging.mayHedge(resting, sentAt, true));
+  t.false(hedging.mayHedge(resting, sentAt, false), 'a LIST is never hedged for being slow');
 });
 
 test('a GET sent before its endpoint last answered is hedged once that endpoint has been silent for the delay, not put off for ever; one sweep timer serves all', async (t) => {

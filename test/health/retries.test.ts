@@ -178,7 +178,7 @@ test('ERR_ALL_ENDPOINTS_FAILED carries the cause of each endpoint', async (t) =>
   }
 });
 
-test('a retry reserved on an endpoint the resolver removes meanwhile goes to another one', async (t) => {
+test("a retry after a 429 goes at once, before the 429's body ends (a resolver change meanwhile is the retry's own business)", async (t) => {
   let first: (() => void) | undefined;
   let reached: (server: TestServer) => void = () => {};
   const arrived = new Promise<TestServer>((resolve) => (reached = resolve));
@@ -198,16 +198,14 @@ test('a retry reserved on an endpoint the resolver removes meanwhile goes to ano
   try {
     const pending = undici.request(`${ORIGIN}/api/v1/pods`, { dispatcher: balancer });
     const throttling = await arrived;
-    // The retry is reserved on the other one once the 429 is in; then that one leaves, and c joins.
-    await until(() => balancer.stats().budget.retriesInFlight === 1, { what: 'the retry to be reserved' });
-    resolver.push([throttling, c].map(addressOf));
-    first!();
     const res = await pending;
     await res.body.dump();
     t.is(res.statusCode, 200);
-    t.is(res.headers['x-served-by'], c.name);
-    const reserved = throttling === a ? b : a;
-    t.is(reserved.requests.length, 0);
+    t.is(res.headers['x-served-by'], (throttling === a ? b : a).name, 'answered while the 429 was still being read');
+    resolver.push([throttling, c].map(addressOf));
+    first!();
+    t.is(c.requests.length, 0);
+    t.is(balancer.stats().budget.retriesInFlight, 0);
   } finally {
     await balancer.destroy();
     await Promise.all(servers.map((s) => s.close()));
