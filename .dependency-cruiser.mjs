@@ -106,7 +106,7 @@ export default {
   ],
   options: {
     // Cruise only the project's own code; packages are leaves.
-    includeOnly: '^(src|test|bench|fixtures|scripts)/',
+    includeOnly: '^(src|test|bench|fixtures|scripts|fleet)/',
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(dist|coverage|\\.cache)/' },
     tsConfig: { fileName: 'tsconfig.json' },

@@ -1,6 +1,6 @@
 import { dnsRates, finalMaxMin, maxMin, RATE_WINDOW, requestRates, settleSeconds, watchCounts } from './sim/analysis.ts';
 import type { RunOptions, Scenario, StrategyRun } from './sim/Fleet.ts';
-import type { ScenarioTimings, StrategyOutcome } from './run.ts';
+import type { ChartRun } from './svg.ts';
 
 /** Settled: max/min at most this (issue 15). */
 const SETTLED = 1.2;
@@ -8,6 +8,53 @@ const SETTLED = 1.2;
 const REQUESTS_TIGHT = 1.1;
 /** Seconds at the start that are the fleet booting, left out of DNS rates. */
 const BOOT_SECONDS = 30;
+
+// The shapes a run's workers and its report share, declared here where they are read (run.ts and
+// worker.ts write them): kept in run.ts, report.ts and run.ts imported each other.
+
+/** Where a worker's wall time went (`--timings`): what the result's CPU seconds leave out. */
+export interface WorkerTimings {
+  /** Epoch ms when the worker's modules were loaded and its run began. */
+  startedAt: number;
+  /** The worker thread's CPU until then (module loading and compiling). */
+  loadCpuSeconds: number;
+  /** The worker thread's CPU in all, summary included. */
+  threadCpuSeconds: number;
+  /** Epoch ms when it posted its outcome. */
+  postedAt: number;
+}
+
+/** One strategy's worker, as `--timings` reports it; times in s from the scenario's start. */
+export interface WorkerPhase {
+  id: string;
+  spawned: number;
+  started: number;
+  posted: number;
+  received: number;
+  loadCpuSeconds: number;
+  runCpuSeconds: number;
+  threadCpuSeconds: number;
+}
+
+/**
+ * The scenario's CPU by thread: the workers' own threads, this thread, and the rest of the process
+ * (V8's platform threads: concurrent and parallel GC, background compiling).
+ */
+export interface ScenarioTimings {
+  wallSeconds: number;
+  processCpuSeconds: number;
+  mainThreadCpuSeconds: number;
+  workers: WorkerPhase[];
+}
+
+/** One strategy's outcome: its figures and what its chart needs. */
+export interface StrategyOutcome {
+  id: string;
+  result: StrategyResult;
+  chart: ChartRun;
+  /** Set by a worker thread. */
+  timings?: WorkerTimings;
+}
 
 export interface StrategyResult {
   label: string;

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { defaultWorkload } from './client/Workload.ts';
-import { scenarioResult, summarize, type ScenarioResult, type StrategyResult } from './report.ts';
+import { scenarioResult, summarize, type ScenarioResult, type ScenarioTimings, type StrategyOutcome, type WorkerPhase } from './report.ts';
 import { scenarios } from './scenarios.ts';
 import { defaultApiserver } from './server/Apiserver.ts';
 import { defaultDns } from './server/DnsServer.ts';
@@ -30,50 +30,6 @@ export interface FleetArgs {
   probeIntervalMs?: number;
   /** Strategies run at once, each in a worker thread; 1: one after another, in this thread. */
   parallel?: number;
-}
-
-/** Where a worker's wall time went (`--timings`): what the result's CPU seconds leave out. */
-export interface WorkerTimings {
-  /** Epoch ms when the worker's modules were loaded and its run began. */
-  startedAt: number;
-  /** The worker thread's CPU until then (module loading and compiling). */
-  loadCpuSeconds: number;
-  /** The worker thread's CPU in all, summary included. */
-  threadCpuSeconds: number;
-  /** Epoch ms when it posted its outcome. */
-  postedAt: number;
-}
-
-/** One strategy's worker, as `--timings` reports it; times in s from the scenario's start. */
-export interface WorkerPhase {
-  id: string;
-  spawned: number;
-  started: number;
-  posted: number;
-  received: number;
-  loadCpuSeconds: number;
-  runCpuSeconds: number;
-  threadCpuSeconds: number;
-}
-
-/**
- * The scenario's CPU by thread: the workers' own threads, this thread, and the rest of the process
- * (V8's platform threads: concurrent and parallel GC, background compiling).
- */
-export interface ScenarioTimings {
-  wallSeconds: number;
-  processCpuSeconds: number;
-  mainThreadCpuSeconds: number;
-  workers: WorkerPhase[];
-}
-
-/** One strategy's outcome: its figures and what its chart needs. */
-export interface StrategyOutcome {
-  id: string;
-  result: StrategyResult;
-  chart: ChartRun;
-  /** Set by a worker thread. */
-  timings?: WorkerTimings;
 }
 
 export function cpuSeconds(usage: NodeJS.CpuUsage): number {

@@ -1,10 +1,10 @@
 // One strategy's run in a worker thread, so that the strategies of a scenario use every core.
 import { parentPort, workerData } from 'node:worker_threads';
-import { summarize } from './report.ts';
+import { summarize, type StrategyOutcome } from './report.ts';
 import { scenarios } from './scenarios.ts';
 import { runStrategy, type RunOptions } from './sim/Fleet.ts';
 import { strategies } from './sim/strategies.ts';
-import { cpuSeconds, epochMs, type StrategyOutcome } from './run.ts';
+import { cpuSeconds, epochMs } from './run.ts';
 
 // The modules are loaded (imports come first): what start-up cost this thread, for `--timings`.
 const startedAt = epochMs();

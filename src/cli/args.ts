@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { nearestKey } from '../options/knownKeys.ts';
 
 /** The command line is wrong (unknown option, missing or malformed argument): exit code 2. */
 export class UsageError extends Error {
@@ -19,12 +20,19 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: s
     const { code, message } = error as { code?: string; message: string };
     if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS_')) throw error;
     const option = /'(-[^']*)'/.exec(message)?.[1];
-    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) throw new UsageError(`unknown option ${option.split(/\s/)[0]}`);
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) throw new UsageError(`unknown option ${option.split(/\s/)[0]}${didYouMean(option.split(/\s/)[0]!, options)}`);
     if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') throw new UsageError(`unexpected argument ${/'([^']*)'/.exec(message)?.[1] ?? ''}`.trim());
     if (message.includes('argument missing') && option) throw new UsageError(`${option.split(/\s/)[0]} needs a value`);
     const first = message.split('\n')[0]!.replace(/\.$/, '');
     throw new UsageError(first.charAt(0).toLowerCase() + first.slice(1));
   }
+}
+
+/** ` (did you mean --json?)` for a misspelt long flag (`--jsn`), else nothing. */
+function didYouMean(flag: string, options: NonNullable<ParseArgsConfig['options']>): string {
+  if (!flag.startsWith('--')) return '';
+  const nearest = nearestKey(flag.slice(2).split('=')[0]!, Object.keys(options));
+  return nearest === undefined ? '' : ` (did you mean --${nearest}?)`;
 }
 
 /** A whole number ≥ 1. */

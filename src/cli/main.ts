@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // First: an unsupported Node.js or undici is named before any command loads them.
 import '../platform.ts';
+import { nearestKey } from '../options/knownKeys.ts';
 import { EXIT, UsageError } from './args.ts';
 import type { Command } from './command.ts';
 
@@ -37,7 +38,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const entry = commands[name];
   if (!entry) {
-    console.error(`kube-balancer: unknown command "${name}" (commands: ${Object.keys(commands).join(', ')}; see kube-balancer --help)`);
+    const nearest = nearestKey(name, Object.keys(commands));
+    const hint = nearest === undefined ? '' : `did you mean "${nearest}"? `;
+    console.error(`kube-balancer: unknown command "${name}" (${hint}commands: ${Object.keys(commands).join(', ')}; see kube-balancer --help)`);
     return EXIT.usage;
   }
   const command = await entry.load();

@@ -402,6 +402,9 @@ export class Balancer extends undici.Dispatcher {
   }
 
   #noEndpoints(): BalancerError {
+    // After close() every pick finds none: the reason is the close (for the https.Agent adapter's
+    // connections and in-flight requests' retries alike), not the endpoints.
+    if (this.#closed) return closedError();
     const cause = this.#lastResolverError;
     const detail = cause ? `: ${cause.message}` : this.#set.size === 0 ? ': the resolver listed none' : ': none is ready';
     return new BalancerError('ERR_NO_ENDPOINTS', `no apiserver endpoint can take the request${detail}`, { cause });

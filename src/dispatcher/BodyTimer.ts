@@ -37,6 +37,7 @@ export class BodyTimers {
   #timer: ClockTimer | undefined;
   /** When the clock timer fires; Infinity when none is set. */
   #timerAt = Infinity;
+  #closed = false;
 
   constructor(clock: Clock) {
     this.clock = clock;
@@ -61,16 +62,20 @@ export class BodyTimers {
     if (now + ms < this.#timerAt) this.#arm(now + ms, now);
   }
 
-  /** Every timer stops, the clock's with them (the balancer closes). */
+  /**
+   * The balancer closes, gracefully: its pools let the requests in flight finish, so their bodies
+   * stay timed (a silent one would otherwise hold the close forever) and responses that begin now
+   * are timed too. The clock timer goes with the last of them, so nothing is left armed.
+   */
   close(): void {
-    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    for (let t = this.#head; t; t = t.next) t.linked = false;
-    this.#head = this.#tail = undefined;
+    this.#closed = true;
+    if (!this.#head) this.#disarm();
   }
 
-  /** Takes `timer` out of the list. The clock timer stays: when it fires it finds less to do. */
+  /**
+   * Takes `timer` out of the list. The clock timer stays while the balancer is open (when it fires
+   * it finds less to do); once it is closed, the last one out clears it.
+   */
   unlink(timer: BodyTimer): void {
     if (!timer.linked) return;
     timer.linked = false;
@@ -80,6 +85,13 @@ export class BodyTimers {
     if (next) next.prev = prev;
     else this.#tail = prev;
     timer.prev = timer.next = undefined;
+    if (this.#closed && !this.#head) this.#disarm();
+  }
+
+  #disarm(): void {
+    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
   }
 
   #arm(at: number, now: number): void {

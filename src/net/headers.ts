@@ -10,7 +10,8 @@ export type HeadersSource = Record<string, string> | (() => Record<string, strin
 
 /**
  * Returns the request headers with `host` set to the original authority, unless the caller set one.
- * Accepts every shape undici accepts: a flat array, an iterable of pairs, or a plain object. `alone`
+ * Accepts every shape undici accepts: a flat array, an iterable of pairs (returned as a flat array,
+ * read once), or a plain object. `alone`
  * is what no headers at all become: a caller that sends many such requests passes one shared
  * `{ host }` instead of a new object each.
  */
@@ -22,13 +23,16 @@ export function withHost(headers: Headers, host: string, alone: Headers = { host
     return [...flat, 'host', host];
   }
   if (typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function') {
+    // The flat copy is returned even when the caller set a host: the iterable may be one-shot (a
+    // generator, a Map's entries()), read up here, and every attempt sends these headers again.
     const flat: string[] = [];
+    let hasHost = false;
     for (const [name, value] of headers as Iterable<[string, string | string[] | undefined]>) {
       if (value === undefined) continue;
-      if (isHost(name)) return headers;
+      if (isHost(name)) hasHost = true;
       for (const v of Array.isArray(value) ? value : [value]) flat.push(name, v);
     }
-    flat.push('host', host);
+    if (!hasHost) flat.push('host', host);
     return flat;
   }
   for (const name of Object.keys(headers)) if (isHost(name)) return headers;

@@ -23,11 +23,11 @@ export interface TlsOptions {
   /** `false` turns certificate verification off. Only for a kubeconfig that says so. Default `true`. */
   rejectUnauthorized?: boolean;
   /**
-   * With `rejectUnauthorized: false`, whether endpoints that DNS or EndpointSlices list may be used:
-   * nothing then checks who answers there, and every request (and its credentials) goes to
-   * whatever address the discovery names. Without it such a balancer is an option error. A static
-   * target (`static:///…`, an array of endpoints) is addresses you typed, and needs no opt-in.
-   * Default `false`.
+   * With `rejectUnauthorized: false`, or an `http:` origin, whether endpoints that DNS or
+   * EndpointSlices list may be used: nothing then checks who answers there, and every request (and
+   * its credentials) goes to whatever address the discovery names. Without it such a balancer is an
+   * option error. A static target (`static:///…`, an array of endpoints) is addresses you typed,
+   * and needs no opt-in. Default `false`.
    */
   allowUnverifiedDiscovered?: boolean;
 }

@@ -47,8 +47,11 @@ export function rejectUnknownKeys(path: string, value: object, known: readonly s
   }
 }
 
-/** The known key closest to `key` (case ignored), if it is close enough to be a likely misspelling. */
-function nearestKey(key: string, known: readonly string[]): string | undefined {
+/**
+ * The known key closest to `key` (case ignored), if it is close enough to be a likely misspelling.
+ * The CLI's "did you mean" for commands and flags uses it too, so both guess alike.
+ */
+export function nearestKey(key: string, known: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const candidate of known) {

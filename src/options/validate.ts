@@ -60,6 +60,7 @@ export function resolveOptions(options: BalancerOptions): ResolvedOptions {
   const undici = validateUndici(options.undici);
   const bootstrap = validateBootstrap(options.bootstrap);
   const origin = validateOrigin(options, bootstrap);
+  refuseCleartextDiscovery(options.target, origin, tls);
   return {
     target: options.target,
     dns,
@@ -104,6 +105,22 @@ function refuseUnverifiedDiscovery(target: Target, tls: ResolvedTls): void {
     'tls.allowUnverifiedDiscovered',
     tls.allowUnverifiedDiscovered,
     `must be true to use ${discovering} with tls.rejectUnauthorized: false (or insecure-skip-tls-verify): nothing would verify the endpoints it discovers, yet they would get every request and its credentials; list the endpoints with static:/// instead, or opt in`,
+  );
+}
+
+/**
+ * Over `http:` nothing verifies who answers either, so a discovering target would send the bearer
+ * token to whatever address DNS or an EndpointSlice names: refused like unverified TLS, with the
+ * same opt-in.
+ */
+function refuseCleartextDiscovery(target: Target, origin: URL, tls: ResolvedTls): void {
+  if (origin.protocol !== 'http:' || tls.allowUnverifiedDiscovered === true) return;
+  const discovering = discoveringTarget(target);
+  if (discovering === undefined) return;
+  throw invalidOption(
+    'origin',
+    origin.origin,
+    `must use https: to use ${discovering}: over http: nothing verifies the endpoints it discovers, yet they would get every request and its credentials; use an https: origin, list the endpoints with static:/// instead, or opt in with tls.allowUnverifiedDiscovered: true`,
   );
 }
 

@@ -123,6 +123,49 @@ test('POST bodies, headers and statuses pass through unchanged', async (t) => {
   }
 });
 
+test('one-shot iterable headers (a generator, a Map iterator) reach every attempt of a retried GET, the caller\'s host with them', async (t) => {
+  let answered = 0;
+  const seen: { test: unknown; host: unknown }[] = [];
+  const servers = await startServers(HOSTS.slice(0, 2), {
+    handler: (req, res) => {
+      seen.push({ test: req.headers['x-test'], host: req.headers.host ?? req.headers[':authority'] });
+      // The first answer of all is a shutting-down apiserver's 429: the GET is retried on the other endpoint.
+      if (answered++ === 0) {
+        (res as http.ServerResponse).writeHead(429, { 'content-type': 'application/json', 'retry-after': '5' });
+        res.end('{"kind":"Status","apiVersion":"v1","status":"Failure","message":"The apiserver is shutting down, please try again later.","reason":"TooManyRequests","code":429}');
+        return;
+      }
+      (res as http.ServerResponse).writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    },
+  });
+  function* generated(): Generator<[string, string]> {
+    yield ['x-test', 'yes'];
+    yield ['host', `${APISERVER_NAME}:6443`];
+  }
+  try {
+    for (const headers of [generated(), new Map([['x-test', 'yes'], ['host', `${APISERVER_NAME}:6443`]]).entries()]) {
+      answered = 0;
+      seen.length = 0;
+      // A balancer each: the 429 keeps its endpoint out for Retry-After's 5 s.
+      const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false });
+      try {
+        const res = await undici.request(`${ORIGIN}/api/v1/namespaces/default/pods/a`, { dispatcher: balancer, headers });
+        t.is(res.statusCode, 200);
+        await res.body.dump();
+      } finally {
+        await balancer.close();
+      }
+      t.deepEqual(seen, [
+        { test: 'yes', host: `${APISERVER_NAME}:6443` },
+        { test: 'yes', host: `${APISERVER_NAME}:6443` },
+      ]);
+    }
+  } finally {
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
 test('a server whose certificate comes from a foreign CA: TLS error, and it sees no HTTP request', async (t) => {
   const server = await TestServer.start({ host: '127.0.0.2', tls: certs.foreign });
   const balancer = createBalancer({ origin: ORIGIN, target: staticTarget([server]), tls: { ca: certs.ca } });

@@ -55,7 +55,7 @@ test('responses of different timeouts share one clock timer, and each fails exac
   t.is(quiet.failedAt, undefined, 'a stopped timer never fires');
 });
 
-test('a paused reader never times out; its resume starts the wait afresh; close() leaves no clock timer', (t) => {
+test('a paused reader never times out; its resume starts the wait afresh', (t) => {
   const clock = new FakeClock();
   const timers = new BodyTimers(clock);
   const paused = response(clock);
@@ -70,11 +70,36 @@ test('a paused reader never times out; its resume starts the wait afresh; close(
   t.is(paused.failedAt, undefined);
   clock.advance(1);
   t.is(paused.failedAt, resumedAt + 1_000);
-  const open = response(clock);
-  timers.start(open, 1_000, clock.now());
-  t.is(clock.pending, 1);
+});
+
+test('close() is graceful: running timers still fire, responses that begin after it are timed, and the clock timer goes with the last', (t) => {
+  const clock = new FakeClock();
+  const timers = new BodyTimers(clock);
   timers.close();
+  t.is(clock.pending, 0, 'nothing running: nothing armed');
+
+  const open = response(clock);
+  const ends = response(clock);
+  timers.start(open, 1_000, clock.now());
+  timers.start(ends, 5_000, clock.now());
+  timers.close();
+  t.is(clock.pending, 1, 'still timing the bodies in flight');
+  const closedAt = clock.now();
+  clock.advance(1_000);
+  t.is(open.failedAt, closedAt + 1_000, 'a silent body in flight at close() still fails');
+  t.is(clock.pending, 1);
+  ends.stop();
+  t.is(clock.pending, 0, 'the last one out clears the clock timer');
+
+  // Headers of a request in flight may arrive after close(): its body is timed, then nothing is left.
+  const late = response(clock);
+  timers.start(late, 2_000, clock.now());
+  t.is(clock.pending, 1);
+  clock.advance(2_000);
+  t.is(late.failedAt, closedAt + 3_000);
   t.is(clock.pending, 0);
-  clock.advance(10_000);
-  t.is(open.failedAt, undefined);
+  const stopped = response(clock);
+  timers.start(stopped, 2_000, clock.now());
+  stopped.stop();
+  t.is(clock.pending, 0, 'a response ending before its timeout leaves no clock timer once closed');
 });

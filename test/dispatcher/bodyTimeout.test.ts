@@ -157,3 +157,21 @@ test('while the caller pauses the body the silence does not count; resuming star
     await close();
   }
 });
+
+test('close() is graceful for a body in flight: it still times out, and then close() resolves (fake clock)', async (t) => {
+  const { balancer, clock, close } = await setUp();
+  try {
+    const res = await undici.request(`${ORIGIN}/api/v1/configmaps`, { dispatcher: balancer, bodyTimeout: 5_000 });
+    const { read: body } = await rest(res.body);
+    const closed = balancer.close();
+    clock.advance(4_999);
+    t.is(await bodyOutcome(body), 'pending');
+    clock.advance(1);
+    await t.throwsAsync(body, timedOut);
+    // Its request over, the pools close; before, the body went untimed and the close waited for ever.
+    t.is(await Promise.race([closed.then(() => 'closed'), new Promise((resolve) => setTimeout(resolve, 5_000, 'still closing'))]), 'closed');
+    t.is(clock.pending, 0, 'no timer left');
+  } finally {
+    await close();
+  }
+});

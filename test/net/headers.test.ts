@@ -18,6 +18,21 @@ test("keeps the caller's own host header", (t) => {
   t.is(withHost(object, 'a:1'), object);
   const flat = ['HOST', 'mine'];
   t.is(withHost(flat, 'a:1'), flat);
-  const pairs = new Map([['host', 'mine']]);
-  t.is(withHost(pairs, 'a:1'), pairs);
+  t.deepEqual(withHost(new Map([['host', 'mine']]), 'a:1'), ['host', 'mine']);
+});
+
+test('a one-shot iterable of pairs is read once, into the flat copy returned, whether or not it names a host', (t) => {
+  function* pairs(host?: string): Generator<[string, string]> {
+    yield ['accept', 'x'];
+    if (host) yield ['Host', host];
+  }
+  for (const [headers, expected] of [
+    [pairs(), ['accept', 'x', 'host', 'a:1']],
+    [pairs('mine'), ['accept', 'x', 'Host', 'mine']],
+    [new Map([['host', 'mine']]).entries(), ['host', 'mine']],
+  ] as const) {
+    const out = withHost(headers, 'a:1');
+    t.deepEqual(out, expected);
+    t.deepEqual(withHost(out, 'a:1'), expected, 'the copy serves again');
+  }
 });

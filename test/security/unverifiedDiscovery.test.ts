@@ -1,5 +1,8 @@
-// With certificate verification off, endpoints that DNS or an EndpointSlice names get requests only
-// with tls.allowUnverifiedDiscovered: true; addresses written out (static:) need no opt-in.
+// With certificate verification off, or an http: origin, endpoints that DNS or an EndpointSlice names
+// get requests only with tls.allowUnverifiedDiscovered: true; addresses written out (static:) need no opt-in.
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
 import { request } from 'undici';
@@ -90,5 +93,56 @@ test.serial('a kubeconfig with insecure-skip-tls-verify and the EndpointSlice ta
     }
   } finally {
     await cluster.close();
+  }
+});
+
+test('an http: origin with any discovering target is an option error naming origin and the fix; static lists are not', (t) => {
+  const origin = 'http://10.96.0.1:80';
+  const resolver: Resolver = { start: () => {} };
+  for (const target of [`dns+srv:///${SRV}.`, 'dns:///apiserver.example.test:80', 'kubernetes:///default/kubernetes', resolver, ['static:///127.0.0.2:80', 'dns:///apiserver.example.test:80']]) {
+    const error = t.throws(() => createBalancer({ origin, target, probe: false }), { instanceOf: BalancerError });
+    t.is(error.code, 'ERR_INVALID_OPTION');
+    t.regex(error.message, /^options\.origin must use https: to use .*; use an https: origin, list the endpoints with static:\/\/\/ instead, or opt in with tls\.allowUnverifiedDiscovered: true; got "http:\/\/10\.96\.0\.1"$/);
+  }
+  // The origin may come from bootstrap.server, and is refused the same.
+  t.throws(() => createBalancer({ target: 'kubernetes:///default/kubernetes', bootstrap: { server: origin }, probe: false }), { message: /^options\.origin must use https:/ });
+  for (const target of ['static:///127.0.0.2:80', [{ address: '127.0.0.2', port: 80 }]]) void createBalancer({ origin, target, probe: false }).close();
+  void createBalancer({ origin, target: 'dns:///apiserver.example.test:80', tls: { allowUnverifiedDiscovered: true }, probe: false }).close();
+  t.pass();
+});
+
+test.serial('dns: behind an http: origin: refused without the opt-in (no query sent, no token sent); with it, the named address gets the request', async (t) => {
+  const seen: (string | undefined)[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push(req.headers.authorization);
+    res.end('{"kind":"NamespaceList","items":[]}');
+  });
+  server.listen(0, '127.0.0.2');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const dns = await DnsTestServer.start();
+  dns.add({ name: 'apiserver.example.test', type: 'A', ttl: 60, data: '127.0.0.2' });
+  const origin = `http://apiserver.example.test:${port}`;
+  const options = { origin, target: `dns:///apiserver.example.test:${port}`, dns: { servers: [dns.address] }, probe: false, hedge: false } as const;
+  const headers = { authorization: 'Bearer secret' };
+  try {
+    t.throws(() => createBalancer(options), { instanceOf: BalancerError, message: /^options\.origin must use https: to use target "dns:/ });
+    t.is(dns.queries().length, 0, 'nothing was discovered');
+    t.deepEqual(seen, []);
+
+    const balancer = createBalancer({ ...options, tls: { allowUnverifiedDiscovered: true } });
+    try {
+      await balancer.ready();
+      const res = await request(`${origin}/api/v1/namespaces`, { dispatcher: balancer, headers });
+      t.is(res.statusCode, 200);
+      await res.body.dump();
+      t.deepEqual(seen, ['Bearer secret'], 'opted in: the address DNS named got the request and its token');
+    } finally {
+      await balancer.close();
+    }
+  } finally {
+    await dns.close();
+    server.closeAllConnections();
+    server.close();
   }
 });

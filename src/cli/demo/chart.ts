@@ -19,17 +19,29 @@ const COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#76b7b2'
 const WIDTH = 960;
 const LEFT = 64;
 const RIGHT = 150;
-const TOP = 96;
+/** Baseline of the first row of phase labels, the distance between rows, and from the last row to the first panel. */
+const LABELS_TOP = 44;
+const LABEL_ROW = 14;
+const LABELS_TO_PANEL = 38;
+/**
+ * Width allowed per character of a 12-px sans-serif label: more than any common sans-serif font's
+ * average (Arial, DejaVu Sans: 5.5–6.5 px), so labels placed apart are apart on screen.
+ */
+const LABEL_CHAR_PX = 7;
+const LABEL_GAP = 8;
 const FAILED = '#d62728';
 const PANEL = 210;
 const GAP = 74;
 
 export function chartSvg(input: ChartInput): string {
   const plotWidth = WIDTH - LEFT - RIGHT;
-  const height = TOP + input.panels.length * (PANEL + GAP) + 10;
+  const x = (ms: number): number => LEFT + (Math.min(ms, input.durationMs) / input.durationMs) * plotWidth;
+  const labels = labelRows(input.phases.map((p) => ({ x: x(p.atMs) + 3, text: p.title })));
+  const rows = Math.max(2, ...labels.map((l) => l.row + 1));
+  const firstTop = LABELS_TOP + (rows - 1) * LABEL_ROW + LABELS_TO_PANEL;
+  const height = firstTop + input.panels.length * (PANEL + GAP) + 10;
   const peak = Math.max(1, ...input.panels.flatMap((p) => p.series.flatMap((s) => [...s])));
   const yMax = niceCeiling(peak);
-  const x = (ms: number): number => LEFT + (Math.min(ms, input.durationMs) / input.durationMs) * plotWidth;
   const out: string[] = [
     '<?xml version="1.0" encoding="UTF-8"?>',
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="12">`,
@@ -37,12 +49,12 @@ export function chartSvg(input: ChartInput): string {
     `<rect width="${WIDTH}" height="${height}" fill="#ffffff"/>`,
     `<text x="${LEFT}" y="24" font-size="16" font-weight="bold">${escape(input.title)}</text>`,
   ];
-  // Phase labels across the top, staggered on two lines so neighbours do not overlap.
-  input.phases.forEach((p, i) => {
-    out.push(`<text x="${fmt(x(p.atMs) + 3)}" y="${44 + (i % 2) * 14}" fill="#555555">${escape(p.title)}</text>`);
-  });
+  // Phase labels across the top, in as many rows as it takes for none to overlap another.
+  for (const label of labels) {
+    out.push(`<text class="phase" x="${fmt(label.x)}" y="${LABELS_TOP + label.row * LABEL_ROW}" fill="#555555">${escape(label.text)}</text>`);
+  }
   input.panels.forEach((panel, n) => {
-    const top = TOP + n * (PANEL + GAP);
+    const top = firstTop + n * (PANEL + GAP);
     const y = (v: number): number => top + PANEL - (v / yMax) * PANEL;
     out.push(`<g class="panel" data-client="${escape(panel.label)}">`);
     // Disrupted stretches: from a phase that disrupts an apiserver to the next phase.
@@ -89,6 +101,22 @@ export function chartSvg(input: ChartInput): string {
   });
   out.push('</svg>', '');
   return out.join('\n');
+}
+
+/**
+ * Each label in the first row where it clears the one before it there, moved left where it would
+ * run off the right edge: nine apiservers' restarts are 5 % of the width apart, each label 40 %.
+ */
+function labelRows(labels: ReadonlyArray<{ x: number; text: string }>): Array<{ x: number; row: number; text: string }> {
+  const ends: number[] = [];
+  return labels.map(({ x, text }) => {
+    const width = text.length * LABEL_CHAR_PX;
+    const at = Math.max(0, Math.min(x, WIDTH - 4 - width));
+    let row = ends.findIndex((end) => at >= end + LABEL_GAP);
+    if (row === -1) row = ends.push(0) - 1;
+    ends[row] = at + width;
+    return { x: at, row, text };
+  });
 }
 
 /** 1, 2 or 5 times a power of ten, at least `v`. */

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { chartSvg } from '../../../src/cli/demo/chart.ts';
+import { scenario } from '../../../src/cli/demo/scenario.ts';
 import { findAll, parseXml } from '../../helpers/xml.ts';
 
 const input = {
@@ -62,4 +63,35 @@ test('failed calls: red ticks on the time axis of their panel only, one per pixe
   t.true(xs[0]! < xs[1]!, 'in time order, 2.1 s before 5 s');
   t.deepEqual(findAll(single!, 'text').filter((n) => n.attributes.class === 'note').map((n) => n.text), ['17 failed calls; after the restarts 0% / 100%, max/min ∞']);
   t.true(findAll(single!, 'text').some((n) => n.text === 'failed call'), 'a legend entry for the ticks');
+});
+
+/** The labels' boxes: 7 px a character, wider than 12-px Arial or DejaVu Sans draws (5.5–6.5 on average). */
+function labelBoxes(svg: string, titles: readonly string[]): { x: number; y: number; end: number; text: string }[] {
+  const escaped = new Set(titles.map((title) => title.replaceAll("'", '&apos;')));
+  return findAll(parseXml(svg), 'text')
+    .filter((n) => escaped.has(n.text))
+    .map((n) => ({ x: Number(n.attributes.x), y: Number(n.attributes.y), end: Number(n.attributes.x) + 7 * n.text.length, text: n.text }));
+}
+
+test('phase labels never overlap, nor leave the chart, nor reach the first panel: the longest titles, nine apiservers', (t) => {
+  for (const servers of [2, 3, 9]) {
+    const apiservers = Array.from({ length: servers }, (_, i) => ({ name: `apiserver-${i + 1}` }));
+    const phases = scenario(apiservers as never, [], {} as never, 60_000, () => undefined);
+    // The titles as they read once run (the crash names the one connection's apiserver), the longest.
+    phases.find((p) => p.title === 'crash')!.title = `crash apiserver-${servers} (the one connection's)`;
+    phases.find((p) => p.title === 'crashed apiserver back')!.title = `apiserver-${servers} back`;
+    const svg = chartSvg({ ...input, durationMs: 60_000, phases: phases.map((p) => ({ title: p.title, atMs: p.atMs, disrupts: p.disrupts })) });
+    const boxes = labelBoxes(svg, phases.map((p) => p.title));
+    t.is(boxes.length, phases.length);
+    for (const [i, a] of boxes.entries()) {
+      t.true(a.x >= 0 && a.end <= 960, `${a.text} inside the chart`);
+      for (const b of boxes.slice(i + 1)) {
+        if (a.y === b.y) t.true(a.end <= b.x || b.end <= a.x, `${servers} apiservers: "${a.text}" and "${b.text}" overlap`);
+        else t.true(Math.abs(a.y - b.y) >= 14, 'rows a line apart');
+      }
+    }
+    const panelTop = Math.min(...findAll(parseXml(svg), 'rect').filter((r) => r.attributes.fill === 'none').map((r) => Number(r.attributes.y)));
+    const panelLabel = panelTop - 24;
+    t.true(Math.max(...boxes.map((b) => b.y)) + 14 <= panelLabel, 'the first panel\'s label clears the last row');
+  }
 });
