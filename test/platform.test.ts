@@ -59,3 +59,12 @@ try { await import(${JSON.stringify(index)}); console.log('loaded'); } catch (e)
   const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
   t.regex(child.stdout, /^ERR_PLATFORM kube-balancer needs Node\.js >= 22\.19\.0; this is Node\.js v20\.19\.5/, child.stderr);
 });
+
+test('the CLI on an unsupported Node says so in one line, exit 1, no stack', (t) => {
+  const main = join(import.meta.dirname, '../src/cli/main.ts');
+  const script = `Object.defineProperty(process.versions, 'node', { value: '20.19.5' }); process.argv.push('resolve', 'static:///127.0.0.1:6443'); await import(${JSON.stringify(main)});`;
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+  t.is(child.status, 1, child.stderr);
+  t.is(child.stderr.trim().split('\n').length, 1, child.stderr);
+  t.regex(child.stderr, /^kube-balancer: kube-balancer needs Node\.js >= 22\.19\.0; this is Node\.js v20\.19\.5/);
+});

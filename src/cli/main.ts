@@ -1,6 +1,4 @@
 #!/usr/bin/env node
-// First: an unsupported Node.js or undici is named before any command loads them.
-import '../platform.ts';
 import { nearestKey } from '../options/knownKeys.ts';
 import { EXIT, UsageError } from './args.ts';
 import type { Command } from './command.ts';
@@ -27,6 +25,14 @@ Run kube-balancer <command> --help for a command's options.
 Exit codes: 0 success, 1 failure (the command ran and something is wrong), 2 usage error, 130 interrupted.`;
 
 async function main(argv: string[]): Promise<number> {
+  // First: an unsupported Node.js or undici is named, in one line, before any command loads them
+  // (a static import would throw it as an uncaught error with a stack).
+  try {
+    await import('../platform.ts');
+  } catch (error) {
+    console.error(`kube-balancer: ${oneLine(error)}`);
+    return EXIT.failure;
+  }
   const [name, ...args] = argv;
   if (name === '--help' || name === '-h' || name === 'help') {
     console.log(USAGE);

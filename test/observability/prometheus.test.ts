@@ -160,8 +160,8 @@ test('the package: `kube-balancer/prometheus` resolves to the build with types; 
   t.deepEqual(JSON.parse(stdout), { mainLoaded: 0, subpathLoaded: 1, metrics: 12 });
 });
 
-test('the README lists every metric', (t) => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+test('docs/observability.md lists every metric', (t) => {
+  const readme = readFileSync(new URL('../../docs/observability.md', import.meta.url), 'utf8');
   const registry = new Registry();
   registerMetrics({ stats: () => assert.fail('not scraped') }, registry);
   const names = registry.getMetricsAsArray().map((m) => (m as unknown as { name: string }).name);
