@@ -1,13 +1,17 @@
 import net from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
+import { ApiserverCluster, type KubeconfigOptions } from '../../fixtures/apiserver/index.ts';
 import { createProxy, type KubeProxy, type ProxyOptions } from '../../src/proxy/createProxy.ts';
 
 /** Three simulated apiservers and a proxy in front of them (a free port, the cluster's instances as the target). */
-export async function proxiedCluster(options: Omit<ProxyOptions, 'kubeConfig'> = {}, hosts?: readonly string[]): Promise<{ cluster: ApiserverCluster; proxy: KubeProxy; close: () => Promise<void> }> {
+export async function proxiedCluster(
+  options: Omit<ProxyOptions, 'kubeConfig'> = {},
+  hosts?: readonly string[],
+  kubeconfig: KubeconfigOptions = {},
+): Promise<{ cluster: ApiserverCluster; proxy: KubeProxy; close: () => Promise<void> }> {
   const cluster = await ApiserverCluster.start(hosts ? { hosts } : {});
   const kc = new KubeConfig();
-  kc.loadFromString(cluster.kubeconfig());
+  kc.loadFromString(cluster.kubeconfig(kubeconfig));
   const proxy = await createProxy({ port: 0, ...options, kubeConfig: kc, balancerOptions: { target: cluster.target, ...options.balancerOptions } });
   return {
     cluster,

@@ -31,6 +31,20 @@ test('every request goes to the next apiserver, with the kubeconfig token added 
   t.true(lists.flat().every((r) => r.protocol === 'h2'), 'the proxy speaks HTTP/2 upstream');
 });
 
+test('a kubeconfig with a client certificate: the proxy presents it to every apiserver', async (t) => {
+  const { cluster, proxy, close } = await proxiedCluster({}, undefined, { user: 'client-cert' });
+  t.teardown(close);
+  for (let i = 0; i < 6; i++) {
+    const res = await undici.request(`${proxy.url!}${LIST}`);
+    t.is(res.statusCode, 200);
+    await res.body.dump();
+  }
+  const lists = cluster.instances.flatMap((i) => i.requestsWhere({ verb: 'list', resource: 'configmaps' }));
+  t.true(lists.length >= 6);
+  t.true(lists.every((r) => r.authMethod === 'client-certificate' && r.authorization === undefined));
+  t.true(cluster.instances.every((i) => i.requestsWhere({ verb: 'list', authMethod: 'client-certificate' }).length > 0), 'on all three');
+});
+
 test('a watch reaches the client event by event, with no idle timeout, and a create through the proxy shows in it', async (t) => {
   const { proxy, close } = await proxiedCluster();
   t.teardown(close);
