@@ -63,6 +63,20 @@ test('a watch reaches the client event by event, with no idle timeout, and a cre
   t.false(watch.ended(), 'the watch stays open');
 });
 
+test('a watch on an apiserver that shuts down ends cleanly through the proxy, so the client watches again elsewhere', async (t) => {
+  const { cluster, proxy, close } = await proxiedCluster();
+  t.teardown(close);
+  const watch = await rawWatch(`${proxy.url!}${LIST}?watch=true`, new undici.Agent({ bodyTimeout: 0 }), {});
+  t.teardown(() => watch.close());
+  const serving = await until(() => cluster.instances.find((i) => i.counters.openWatches === 1), { what: 'the watch to open' });
+  void serving.shutdown({ drainMs: 200, timeoutMs: 1_000 });
+  await until(() => watch.ended(), { what: 'the watch to end' });
+  t.false(watch.broken(), 'a complete response, not a broken connection');
+  const again = await undici.request(`${proxy.url!}${LIST}`);
+  t.is(again.statusCode, 200);
+  await again.body.dump();
+});
+
 test('exec over a WebSocket (v5.channel.k8s.io) from the proxy own origin: stdout and the final Status come back', async (t) => {
   const { cluster, proxy, close } = await proxiedCluster();
   t.teardown(close);
