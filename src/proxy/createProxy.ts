@@ -84,9 +84,13 @@ export async function createProxy(options: ProxyOptions): Promise<KubeProxy> {
       return sendStatus(res, admitted.status, admitted.reason, admitted.message);
     }
     if (admitted.admin !== undefined) return admin(res, admitted.admin);
-    void forward(req, res, upstream, admitted.path, admitted.search).then(() => {
-      if (res.statusCode === 503 || res.statusCode === 502) counters.unavailable++;
-    });
+    forward(req, res, upstream, admitted.path, admitted.search).then(
+      () => {
+        if (res.statusCode === 503 || res.statusCode === 502) counters.unavailable++;
+      },
+      // The client broke off while its body was being read: nobody is left to answer.
+      () => res.destroy(),
+    );
   });
   server.timeout = 0;
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {

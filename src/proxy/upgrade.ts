@@ -41,7 +41,7 @@ function send(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: Upst
   });
   socket.once('close', () => outgoing.destroy());
   outgoing.once('error', (error) => {
-    if (!socket.writableEnded) sendStatusOnSocket(socket, 503, 'ServiceUnavailable', `no apiserver could take the upgrade: ${error.message}`);
+    if (socket.writable) sendStatusOnSocket(socket, 503, 'ServiceUnavailable', `no apiserver could take the upgrade: ${error.message}`);
   });
   outgoing.once('upgrade', (res: IncomingMessage, upSocket: Socket, upHead: Buffer) => {
     socket.write(statusLine(res) + headerLines(res.rawHeaders));

@@ -178,3 +178,21 @@ test('no apiserver able to serve: 503, Retry-After and a Kubernetes Status; heal
   t.regex(text, /^kube_balancer_proxy_unavailable_total 1$/m);
   t.regex(text, /^kube_balancer_proxy_endpoint_ready\{endpoint="127\.0\.0\.2:\d+"\} 0$/m);
 });
+
+test('a client that breaks off in the middle of its request body leaves the proxy serving', async (t) => {
+  const { cluster, proxy, close } = await proxiedCluster({}, ['127.0.0.2']);
+  t.teardown(close);
+  const before = cluster.instances[0]!.requestsWhere({ verb: 'create' }).length;
+  await new Promise<void>((resolve) => {
+    const socket = net.connect(proxy.port!, '127.0.0.1', () => {
+      socket.write(`POST ${LIST} HTTP/1.1\r\nHost: 127.0.0.1:${proxy.port}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"metadata":`);
+      setTimeout(() => socket.resetAndDestroy(), 100);
+    });
+    socket.on('close', () => resolve());
+    socket.on('error', () => {});
+  });
+  const res = await undici.request(`${proxy.url!}${LIST}`);
+  t.is(res.statusCode, 200);
+  await res.body.dump();
+  t.is(cluster.instances[0]!.requestsWhere({ verb: 'create' }).length, before, 'the half body was not sent');
+});
