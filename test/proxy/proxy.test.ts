@@ -196,3 +196,29 @@ test('a client that breaks off in the middle of its request body leaves the prox
   await res.body.dump();
   t.is(cluster.instances[0]!.requestsWhere({ verb: 'create' }).length, before, 'the half body was not sent');
 });
+
+test('a write whose connection broke after it was sent is a 502 without Retry-After (it may have been applied); a read is a 503 to retry', async (t) => {
+  // An apiserver of our own that reads each request whole and then closes the connection unanswered.
+  const server = https.createServer({ cert: certs.apiserver.cert, key: certs.apiserver.key }, (req) => {
+    req.resume();
+    req.on('end', () => req.socket.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  const balancer = createBalancer({ target: `static:///127.0.0.2:${port}`, origin: `https://127.0.0.2:${port}`, tls: { ca: certs.ca }, probe: false });
+  const proxy = await createProxy({ balancer, server: `https://127.0.0.2:${port}`, port: 0 });
+  t.teardown(async () => {
+    await proxy.close();
+    await balancer.destroy();
+    server.closeAllConnections();
+    server.close();
+  });
+  const post = await undici.request(`${proxy.url!}${LIST}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  t.is(post.statusCode, 502);
+  t.is(post.headers['retry-after'], undefined);
+  t.like(await post.body.json(), { kind: 'Status', code: 502 });
+  const get = await undici.request(`${proxy.url!}${LIST}`);
+  t.is(get.statusCode, 503);
+  t.is(get.headers['retry-after'], '1');
+  await get.body.dump();
+});
