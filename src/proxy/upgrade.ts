@@ -26,7 +26,23 @@ export function carryUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer,
   );
 }
 
-function send(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: Upstream, agent: BalancingAgent, path: string, search: string, credentials: Record<string, string>): void {
+/**
+ * How many apiservers an upgrade is offered to. A 503 or 429 before the switch (an apiserver shutting
+ * down, or overloaded) means nothing ran: the next apiserver may take it.
+ */
+const UPGRADE_ATTEMPTS = 3;
+
+function send(
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  upstream: Upstream,
+  agent: BalancingAgent,
+  path: string,
+  search: string,
+  credentials: Record<string, string>,
+  attempt = 1,
+): void {
   const raw = req.rawHeaders;
   const kept: string[] = [];
   for (let i = 0; i < raw.length; i += 2) if (UPGRADE_HEADERS.has(raw[i]!.toLowerCase())) kept.push(raw[i]!, raw[i + 1]!);
@@ -39,7 +55,9 @@ function send(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: Upst
     path: upstreamPath(upstream.server, path, search),
     headers,
   });
-  socket.once('close', () => outgoing.destroy());
+  const abandon = (): void => void outgoing.destroy();
+  socket.once('close', abandon);
+  outgoing.once('close', () => socket.off('close', abandon));
   outgoing.once('error', (error) => {
     if (socket.writable) sendStatusOnSocket(socket, 503, 'ServiceUnavailable', `no apiserver could take the upgrade: ${error.message}`);
   });
@@ -50,6 +68,10 @@ function send(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: Upst
     join(socket, upSocket);
   });
   outgoing.once('response', (res: IncomingMessage) => {
+    if ((res.statusCode === 503 || res.statusCode === 429) && attempt < UPGRADE_ATTEMPTS && !socket.destroyed) {
+      res.resume();
+      return send(req, socket, head, upstream, agent, path, search, credentials, attempt + 1);
+    }
     // Not upgraded: the answer as it came; Node took off its chunked framing, so the body ends with the connection.
     const headers = res.rawHeaders.filter((_, i, all) => !['transfer-encoding', 'connection', 'keep-alive'].includes(all[i - (i % 2)]!.toLowerCase()));
     socket.write(statusLine(res) + headerLines([...headers, 'Connection', 'close']));

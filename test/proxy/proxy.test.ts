@@ -222,3 +222,42 @@ test('a write whose connection broke after it was sent is a 502 without Retry-Af
   t.is(get.headers['retry-after'], '1');
   await get.body.dump();
 });
+
+test('an upgrade an apiserver refuses with 503 before switching (shutting down) goes to the next one', async (t) => {
+  // Two apiservers of our own on one port: 127.0.0.2 refuses every upgrade with 503, 127.0.0.3 switches.
+  const servers = ['127.0.0.2', '127.0.0.3'].map((host) => {
+    const server = https.createServer({ cert: certs.apiserver.cert, key: certs.apiserver.key });
+    server.on('upgrade', (_req, socket: net.Socket) => {
+      if (host === '127.0.0.2') socket.end('HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      else socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\nswitched');
+    });
+    return { host, server };
+  });
+  await new Promise<void>((resolve) => servers[0]!.server.listen(0, '127.0.0.2', resolve));
+  const port = (servers[0]!.server.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => servers[1]!.server.listen(port, '127.0.0.3', resolve));
+  const balancer = createBalancer({ target: `static:///127.0.0.2:${port},127.0.0.3:${port}`, origin: `https://127.0.0.2:${port}`, tls: { ca: certs.ca }, probe: false });
+  const proxy = await createProxy({ balancer, server: `https://127.0.0.2:${port}`, port: 0 });
+  t.teardown(async () => {
+    await proxy.close();
+    await balancer.destroy();
+    for (const { server } of servers) {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+  for (let i = 0; i < 4; i++) {
+    const answer = await rawExchangeUntilClose(proxy.port!, `GET /x HTTP/1.1\r\nHost: 127.0.0.1:${proxy.port}\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n`);
+    t.regex(answer, /^HTTP\/1\.1 101[^]*switched$/, `upgrade ${i}`);
+  }
+});
+
+function rawExchangeUntilClose(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(text));
+    let all = '';
+    socket.on('data', (c: Buffer) => (all += c.toString()));
+    socket.on('end', () => resolve(all));
+    socket.on('error', reject);
+  });
+}

@@ -97,8 +97,6 @@ const kubectl = works('kubectl', ['version', '--client']);
 (kubectl ? test : test.skip)('kubectl through the proxy, every command succeeding across a rolling restart', async (t) => {
   const { cluster, proxy, env, dir } = await setUp(t);
   const manifest = join(dir, 'applied.yaml');
-  const watch = follow('kubectl', ['get', 'configmaps', '-w', '-o', 'name'], env);
-  const logs = follow('kubectl', ['logs', '-f', 'p'], env);
   const restart = rollingRestart(cluster);
   let restarted = false;
   void restart.then(() => (restarted = true));
@@ -121,7 +119,13 @@ const kubectl = works('kubectl', ['version', '--client']);
     }
   }
   await restart;
-  await until(() => watch.output().includes('configmap/cm-1') && logs.output().split('\n').length > 5, { what: 'the watch and the followed log to show events' });
+  // kubectl get -w and logs -f end (exit 0) when their apiserver restarts: kubectl does not watch
+  // again. So they run after the restart, each on the apiserver the proxy picks for it.
+  const watch = follow('kubectl', ['get', 'configmaps', '-w', '-o', 'name'], env);
+  const logs = follow('kubectl', ['logs', '-f', 'p'], env);
+  await until(() => logs.output().split('\n').length > 5, { what: 'the followed log to show lines', timeoutMs: 60_000 });
+  runs.push(await run('kubectl', ['create', 'configmap', 'after-restart'], env));
+  await until(() => watch.output().includes('configmap/after-restart'), { what: 'the watch to show the new map', timeoutMs: 60_000 });
   runs.push(await watch.stop(), await logs.stop());
   const failed = runs.filter((r) => r.code !== 0 || /error/i.test(r.stderr));
   t.deepEqual(failed, [], 'no kubectl command failed');
