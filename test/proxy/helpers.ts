@@ -3,7 +3,10 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { ApiserverCluster, type KubeconfigOptions } from '../../fixtures/apiserver/index.ts';
 import { createProxy, type KubeProxy, type ProxyOptions } from '../../src/proxy/createProxy.ts';
 
-/** Three simulated apiservers and a proxy in front of them (a free port, the cluster's instances as the target). */
+/**
+ * Three simulated apiservers and a proxy in front of them (a free port, the cluster's instances as the
+ * target, 10 s to connect: on a loaded 2-core machine a TLS handshake has taken over the default 1 s).
+ */
 export async function proxiedCluster(
   options: Omit<ProxyOptions, 'kubeConfig'> = {},
   hosts?: readonly string[],
@@ -12,7 +15,7 @@ export async function proxiedCluster(
   const cluster = await ApiserverCluster.start(hosts ? { hosts } : {});
   const kc = new KubeConfig();
   kc.loadFromString(cluster.kubeconfig(kubeconfig));
-  const proxy = await createProxy({ port: 0, ...options, kubeConfig: kc, balancerOptions: { target: cluster.target, ...options.balancerOptions } });
+  const proxy = await createProxy({ port: 0, ...options, kubeConfig: kc, balancerOptions: { target: cluster.target, connectTimeout: 10_000, ...options.balancerOptions } });
   return {
     cluster,
     proxy,
