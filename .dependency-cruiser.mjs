@@ -16,6 +16,7 @@ const layers = [
   { name: 'dispatcher', paths: ['^src/dispatcher/'] }, // the undici Dispatcher: requests, attempts, pools
   { name: 'kube', paths: ['^src/kube/'] }, // glue for @kubernetes/client-node and kubernetes-fluent-client
   { name: 'testing', paths: ['^src/testing/'] }, // `kube-balancer/testing`: the simulator, exported for users' tests
+  { name: 'proxy', paths: ['^src/proxy/'] }, // the local HTTP/1.1 proxy in front of a balancer (`kube-balancer proxy`)
   { name: 'top', paths: ['^src/index\\.ts$', '^src/cli/', '^src/prometheus/'] }, // the public entry points and the CLI
 ];
 

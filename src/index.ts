@@ -22,3 +22,4 @@ export { attachToFluentClient } from './kube/attachToFluentClient.ts';
 export { loadBalancedKubeConfig } from './kube/loadBalancedKubeConfig.ts';
 export type { KubeBalancerOptions } from './kube/createKubeBalancer.ts';
 export type { KubeConfigLike } from './kube/readKubeConfig.ts';
+export { createProxy, type KubeProxy, type ProxyOptions } from './proxy/createProxy.ts';

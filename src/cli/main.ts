@@ -10,6 +10,7 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
   probe: { summary: "check every apiserver of a real cluster: TLS against the kubeconfig's name, /readyz, latency", load: async () => (await import('./probe.ts')).probe },
   demo: { summary: 'kube-balancer vs one connection, live, on simulated apiservers that crash and drain', load: async () => (await import('./demo/command.ts')).demo },
   simulate: { summary: 'run simulated apiservers and write a kubeconfig for them, until Ctrl-C', load: async () => (await import('./simulate.ts')).simulate },
+  proxy: { summary: 'a local API proxy (like kubectl proxy) that balances every request of any client', load: async () => (await import('./proxy.ts')).proxy },
 };
 
 const USAGE = `usage: kube-balancer <command> [options]

@@ -35,6 +35,8 @@ const CREDENTIALS_TTL_MS = 1_000;
  * EndpointSlice requests so rotations reach them, and new TLS material replaces the pools' (the
  * client's own requests bring theirs through the hooks). Those readings stay on this context
  * (`pinnedView`) when the application switches to another one; `scope` is the cluster served.
+ * `credentials` reads the headers that authenticate a request (re-read once a second at most, and
+ * swapping in a rotated client certificate as it does): `kube-balancer proxy` adds them to each request.
  */
 export async function createKubeBalancer(
   kc: KubeConfigLike,
@@ -42,7 +44,7 @@ export async function createKubeBalancer(
   // The method as it is now, before any hook: it is called on the pinned view.
   // eslint-disable-next-line @typescript-eslint/unbound-method
   apply: ApplyMethod = kc.applyToHTTPSOptions,
-): Promise<{ balancer: Balancer; material: KubeMaterial; scope: ClusterScope }> {
+): Promise<{ balancer: Balancer; material: KubeMaterial; scope: ClusterScope; credentials: () => Promise<Record<string, string>> }> {
   const ownTls = Object.keys(options.tls ?? {}).find((key) => key !== 'allowUnverifiedDiscovered');
   if (ownTls !== undefined) throw new BalancerError('ERR_INVALID_OPTION', `options.tls.${ownTls} comes from the kubeconfig; only tls.allowUnverifiedDiscovered is an option here`);
   const unbalanceable = unbalanceableReason(kc);
@@ -79,7 +81,7 @@ export async function createKubeBalancer(
     probe: probe === false ? false : { ...probe, headers: probe?.headers ?? credentials },
   });
   built.balancer = balancer;
-  return { balancer, material, scope };
+  return { balancer, material, scope, credentials };
 }
 
 /**

@@ -3,7 +3,7 @@ import test from 'ava';
 import { optional } from '../../src/cli/optional.ts';
 import { runCli } from '../helpers/cli.ts';
 
-const COMMANDS = ['resolve', 'watch', 'probe', 'demo', 'simulate'];
+const COMMANDS = ['resolve', 'watch', 'probe', 'demo', 'simulate', 'proxy'];
 
 test('no command: the usage on stderr, exit 2; --help: the usage on stdout, exit 0', async (t) => {
   const none = await runCli([]);
@@ -20,7 +20,7 @@ test('an unknown command is one line on stderr, exit 2', async (t) => {
   t.is(result.code, 2);
   t.is(result.stdout, '');
   t.is(result.stderr.trimEnd().split('\n').length, 1);
-  t.regex(result.stderr, /^kube-balancer: unknown command "frobnicate" \(commands: resolve, watch, probe, demo/);
+  t.regex(result.stderr, /^kube-balancer: unknown command "frobnicate" \(commands: resolve, watch, probe, demo, simulate, proxy/);
 });
 
 for (const command of COMMANDS) {

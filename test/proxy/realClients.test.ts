@@ -1,0 +1,183 @@
+// Real clients through the proxy to three simulated apiservers while they restart one after another:
+// kubectl 1.32 (get, get -w, create with a protobuf body, apply, patch, delete, logs -f, exec), Python's
+// `kubernetes` (Debian python3-kubernetes: list, watch, exec) and Ruby's kubeclient (Debian
+// ruby-kubeclient: list, watch). Each client missing from the machine skips its test, saying which.
+import { execFileSync, spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import test from 'ava';
+import type { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
+import { until } from '../helpers/poll.ts';
+import { apiRequests, proxiedCluster } from './helpers.ts';
+
+/** Debian's python3 (pyenv's first on the PATH of some machines has no `kubernetes`). */
+const PYTHON = '/usr/bin/python3';
+
+function works(command: string, args: string[]): boolean {
+  try {
+    execFileSync(command, args, { stdio: 'ignore', timeout: 30_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+interface Run {
+  command: string;
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a client to its end (bounded: 60 s), with KUBECONFIG set. */
+function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ command: `${command} ${args.join(' ')}`, code, stdout, stderr });
+    });
+  });
+}
+
+/** A long-running client (a watch, a followed log): its output so far, and a stop that resolves to its run. */
+function follow(command: string, args: string[], env: NodeJS.ProcessEnv): { output: () => string; stop: () => Promise<Run> } {
+  const child = spawn(command, args, { env: { ...process.env, ...env } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
+  return {
+    output: () => stdout,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await closed;
+      // Stopped by us: what counts is what it printed and said on stderr, not the signal's exit code.
+      return { command: `${command} ${args.join(' ')}`, code: 0, stdout, stderr };
+    },
+  };
+}
+
+/** Restarts each apiserver in turn (graceful, as a rolling upgrade does), each back and ready before the next. */
+async function rollingRestart(cluster: ApiserverCluster): Promise<void> {
+  for (const instance of cluster.instances) {
+    await instance.restart({ shutdown: { drainMs: 500, timeoutMs: 2_000 } });
+    await instance.waitForState('running');
+  }
+}
+
+async function setUp(t: { teardown(fn: () => Promise<void>): void }) {
+  const { cluster, proxy, close } = await proxiedCluster();
+  t.teardown(close);
+  cluster.addPod('p');
+  const dir = (await cluster.kubeconfigFile()).replace(/\/[^/]+$/, '');
+  const kubeconfig = join(dir, 'via-proxy.yaml');
+  await writeFile(
+    kubeconfig,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{name: proxy, cluster: {server: "${proxy.url!}"}}]`,
+      'users: [{name: via-proxy, user: {}}]',
+      'contexts: [{name: proxy, context: {cluster: proxy, user: via-proxy, namespace: default}}]',
+      'current-context: proxy',
+      '',
+    ].join('\n'),
+  );
+  return { cluster, proxy, env: { KUBECONFIG: kubeconfig }, dir };
+}
+
+const kubectl = works('kubectl', ['version', '--client']);
+(kubectl ? test : test.skip)('kubectl through the proxy, every command succeeding across a rolling restart', async (t) => {
+  const { cluster, proxy, env, dir } = await setUp(t);
+  const manifest = join(dir, 'applied.yaml');
+  const restart = rollingRestart(cluster);
+  let restarted = false;
+  void restart.then(() => (restarted = true));
+  const runs: Run[] = [];
+  // Rounds go on until the restart is over (at least two, at most eight: a bound, not a target).
+  for (let round = 0; round < 8 && (round < 2 || !restarted); round++) {
+    const name = `cm-${round}`;
+    await writeFile(manifest, `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied-${round}}\ndata: {round: "${round}"}\n`);
+    for (const args of [
+      ['create', 'configmap', name, `--from-literal=round=${round}`],
+      ['get', 'configmap', name, '-o', 'jsonpath={.data.round}'],
+      ['patch', 'configmap', name, '-p', '{"data":{"patched":"yes"}}'],
+      // No /openapi on the simulator: client-side validation off (the apply itself is unchanged).
+      ['apply', '--validate=false', '-f', manifest],
+      ['get', 'configmaps'],
+      ['exec', 'p', '--', 'echo', `round ${round}`],
+      ['delete', 'configmap', name],
+    ]) {
+      runs.push(await run('kubectl', args, env));
+    }
+  }
+  await restart;
+  // kubectl get -w and logs -f end (exit 0) when their apiserver restarts: kubectl does not watch
+  // again. So they run after the restart, each on the apiserver the proxy picks for it.
+  const watch = follow('kubectl', ['get', 'configmaps', '-w', '-o', 'name'], env);
+  const logs = follow('kubectl', ['logs', '-f', 'p'], env);
+  await until(() => logs.output().split('\n').length > 5, { what: 'the followed log to show lines', timeoutMs: 60_000 });
+  runs.push(await run('kubectl', ['create', 'configmap', 'after-restart'], env));
+  await until(() => watch.output().includes('configmap/after-restart'), { what: 'the watch to show the new map', timeoutMs: 60_000 });
+  runs.push(await watch.stop(), await logs.stop());
+  const failed = runs.filter((r) => r.code !== 0 || /error/i.test(r.stderr));
+  t.deepEqual(failed, [], 'no kubectl command failed');
+  t.true(runs.some((r) => r.command.includes('exec') && r.stdout === 'round 1\n'));
+  t.true(runs.some((r) => r.command.includes('get configmap cm-0') && r.stdout === '0'));
+  const perInstance = cluster.instances.map((i) => i.requests.filter((r) => !['/readyz', '/livez', '/healthz'].some((p) => r.path.startsWith(p))).length);
+  t.log(`${runs.length} kubectl commands; API requests per apiserver ${perInstance.join('/')} (${apiRequests(cluster)} in all); proxy ${JSON.stringify(proxy.counters())}`);
+  t.true(perInstance.every((n) => n > 0), 'every apiserver served some');
+});
+
+const python = works(PYTHON, ['-c', 'import kubernetes, websocket']);
+(python ? test : test.skip)('Python kubernetes (python3-kubernetes) through the proxy: list, watch, exec across a rolling restart', async (t) => {
+  const { cluster, env } = await setUp(t);
+  const script = [
+    'import os',
+    'from kubernetes import client, config, watch',
+    'from kubernetes.stream import stream',
+    'config.load_kube_config(config_file=os.environ["KUBECONFIG"])',
+    'v1 = client.CoreV1Api()',
+    'for i in range(6):',
+    '    v1.create_namespaced_config_map("default", {"metadata": {"name": "py-%d" % i}, "data": {"i": str(i)}})',
+    '    print("list", len(v1.list_namespaced_config_map("default").items))',
+    '    for ev in watch.Watch().stream(v1.list_namespaced_config_map, "default", timeout_seconds=1):',
+    '        pass',
+    '    print("watched", ev["type"], ev["object"].metadata.name)',
+    '    out = stream(v1.connect_get_namespaced_pod_exec, "p", "default", command=["echo", "py %d" % i], stderr=True, stdin=False, stdout=True, tty=False)',
+    '    print("exec", out.strip())',
+  ].join('\n');
+  const [result] = await Promise.all([run(PYTHON, ['-c', script], env), rollingRestart(cluster)]);
+  t.is(result.code, 0, result.stderr);
+  t.regex(result.stdout, /^exec py 5$/m);
+  t.regex(result.stdout, /^list 6$/m);
+  t.regex(result.stdout, /^watched ADDED py-5$/m);
+});
+
+const ruby = works('ruby', ['-e', 'require "kubeclient"']);
+(ruby ? test : test.skip)('Ruby kubeclient (ruby-kubeclient) through the proxy: list and watch across a rolling restart', async (t) => {
+  const { cluster, proxy, env } = await setUp(t);
+  const script = [
+    'c = Kubeclient::Client.new("#{ARGV[0]}/api", "v1")',
+    '6.times do |i|',
+    '  c.create_config_map(Kubeclient::Resource.new(metadata: { name: "rb-#{i}", namespace: "default" }, data: { i: i.to_s }))',
+    '  puts "list #{c.get_config_maps(namespace: "default").size}"',
+    '  last = nil',
+    // kubeclient 4.9 has no timeoutSeconds: the watch is ended once it has shown this round's map.
+    '  w = c.watch_config_maps(namespace: "default")',
+    '  w.each { |n| if n.object.metadata.name == "rb-#{i}" then last = "#{n.type} #{n.object.metadata.name}"; w.finish end }',
+    '  puts "watched #{last}"',
+    'end',
+  ].join('\n');
+  const [result] = await Promise.all([run('ruby', ['-rkubeclient', '-e', script, proxy.url!], env), rollingRestart(cluster)]);
+  t.is(result.code, 0, result.stderr);
+  t.regex(result.stdout, /^list 6$/m);
+  t.regex(result.stdout, /^watched ADDED rb-5$/m);
+});
