@@ -10,6 +10,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
   picker: () => import('./picker.ts'),
   spread: () => import('./spread.ts'),
   dns: () => import('./dns.ts'),
+  proxy: () => import('./proxy.ts'),
 };
 
 const wanted = process.argv.slice(2);
