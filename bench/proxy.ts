@@ -38,6 +38,7 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2));
 const WARM_MS = 1000;
 const CRASH_MS = 6000;
 const STARTUP_MS = 3000;
+const QUIET_MS = 2000;
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 3000);
 const DEADLINE_MS = 5000;
 /** After an apiserver is back: its lease renewed and the EndpointSlice updated (leaseTtlMs 1 s), then read by the proxy. */
@@ -301,6 +302,9 @@ async function measure(cluster: Cluster, c: Contender, phase: Phase, round: numb
     await cluster.call('revive', crashed);
     await sleep(SETTLE_MS);
   }
+  // A proxy that fell behind still works off its backlog after the client gave up: let it finish before
+  // the next phase, whose counts and CPU would otherwise take it in.
+  await sleep(QUIET_MS);
   const latencies = samples.map((s) => s.ms).sort((a, b) => a - b);
   const statuses: Record<string, number> = {};
   for (const s of samples) statuses[s.status] = (statuses[s.status] ?? 0) + 1;
@@ -429,7 +433,7 @@ export function targetRows(summary: readonly ProxySummary[]): Array<Record<strin
   const k = summary.find((s) => s.client === KUBECTL);
   const b = summary.find((s) => s.client === KUBE_BALANCER);
   const fmt = (v: number | null | undefined): string => (v === null ? '∞ (pinned)' : v === undefined || Number.isNaN(v) ? '–' : String(v));
-  const ratio = (x: number | null | undefined, y: number | null | undefined): string => (x == null || y == null || y === 0 ? '–' : String(round3(x / y)));
+  const ratio = (x: number | null | undefined, y: number | null | undefined): string => (x == null || y == null || y <= 0 ? '–' : String(round3(x / y)));
   const row = (figure: string, pick: (s: ProxySummary) => number | null, target: string, met?: (v: number | null) => boolean): Record<string, string> => {
     const kv = k ? pick(k) : undefined;
     const bv = b ? pick(b) : undefined;
