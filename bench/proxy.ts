@@ -20,7 +20,7 @@
 //            reset, new ones refused) and revived after the phase: failed requests.
 // A request failed when it got anything but 200 or no answer in time. Results: bench/results/proxy.json
 // and a copy in bench/runs/ for `npm run bench:report`.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,7 +30,7 @@ import { Pool } from 'undici';
 import { certs } from '../fixtures/certs/index.ts';
 import { Haproxy } from '../fixtures/haproxy/Haproxy.ts';
 import { keepRun, machine, percentile, table, writeResults, type Machine } from './lib.ts';
-import { BENCH_PATH, type ClusterInfo, type ClusterOp } from './proxyCluster.ts';
+import { BENCH_PATH, Cluster } from './proxyCluster.ts';
 
 const RATE = Number(process.env.BENCH_RATE ?? 200);
 const MS = Number(process.env.BENCH_MS ?? 6000);
@@ -97,46 +97,6 @@ export interface ProxyRun {
   idleCpuMsPerS: Record<string, number>;
   summary: ProxySummary[];
   rows: ProxyRow[];
-}
-
-/** The apiserver child process, driven by request/answer messages. */
-class Cluster {
-  #next = 0;
-  readonly #waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  readonly child: ChildProcess;
-  readonly info: ClusterInfo;
-  private constructor(child: ChildProcess, info: ClusterInfo) {
-    this.child = child;
-    this.info = info;
-    child.on('message', (m: { id?: number; result?: unknown; error?: string }) => {
-      const waiter = m.id === undefined ? undefined : this.#waiting.get(m.id);
-      if (!waiter) return;
-      this.#waiting.delete(m.id!);
-      if (m.error === undefined) waiter.resolve(m.result);
-      else waiter.reject(new Error(m.error));
-    });
-  }
-
-  static async start(): Promise<Cluster> {
-    const child = fork(join(import.meta.dirname, 'proxyCluster.ts'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const [message] = (await once(child, 'message')) as [{ ready: ClusterInfo }];
-    return new Cluster(child, message.ready);
-  }
-
-  call<T = void>(op: ClusterOp, i?: number): Promise<T> {
-    const id = this.#next++;
-    return new Promise<T>((resolve, reject) => {
-      this.#waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.child.send({ id, op, ...(i === undefined ? {} : { i }) });
-    });
-  }
-
-  async close(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    const exited = once(this.child, 'exit');
-    await this.call('close').catch(() => undefined);
-    await Promise.race([exited, sleep(3000).then(() => this.child.kill('SIGKILL'))]);
-  }
 }
 
 interface Proxy {

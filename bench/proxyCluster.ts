@@ -1,7 +1,11 @@
 // The three simulated apiservers of `npm run bench -- proxy`, in a child process of their own so
 // that their work is neither in the bench's event loop (which times the requests) nor in either
 // proxy's CPU. Driven over IPC by bench/proxy.ts: each message `{ id, op, i? }` is answered with
-// `{ id, result }` once done.
+// `{ id, result }` once done; `Cluster` is the bench's end of it.
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiserverCluster, RESOURCES } from '../fixtures/apiserver/index.ts';
 
 export const BENCH_PATH = '/api/v1/namespaces/default/configmaps/bench';
@@ -21,6 +25,46 @@ export interface ClusterInfo {
   hosts: string[];
   /** The cluster's kubeconfig (token user, the test CA), its server the first instance. */
   kubeconfig: string;
+}
+
+/** The apiserver child process, driven by request/answer messages. */
+export class Cluster {
+  #next = 0;
+  readonly #waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  readonly child: ChildProcess;
+  readonly info: ClusterInfo;
+  private constructor(child: ChildProcess, info: ClusterInfo) {
+    this.child = child;
+    this.info = info;
+    child.on('message', (m: { id?: number; result?: unknown; error?: string }) => {
+      const waiter = m.id === undefined ? undefined : this.#waiting.get(m.id);
+      if (!waiter) return;
+      this.#waiting.delete(m.id!);
+      if (m.error === undefined) waiter.resolve(m.result);
+      else waiter.reject(new Error(m.error));
+    });
+  }
+
+  static async start(): Promise<Cluster> {
+    const child = fork(join(import.meta.dirname, 'proxyCluster.ts'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const [message] = (await once(child, 'message')) as [{ ready: ClusterInfo }];
+    return new Cluster(child, message.ready);
+  }
+
+  call<T = void>(op: ClusterOp, i?: number): Promise<T> {
+    const id = this.#next++;
+    return new Promise<T>((resolve, reject) => {
+      this.#waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.child.send({ id, op, ...(i === undefined ? {} : { i }) });
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = once(this.child, 'exit');
+    await this.call('close').catch(() => undefined);
+    await Promise.race([exited, sleep(3000).then(() => this.child.kill('SIGKILL'))]);
+  }
 }
 
 if (import.meta.main) {
