@@ -1,0 +1,137 @@
+// One schedule: the cluster, the real balancer (attached to a client-node KubeConfig, which also runs
+// an informer through it) and the one-connection baseline (a Pool of one connection behind an L4
+// proxy), the same workload through both while the faults play, then close() everything and judge.
+import { CoreV1Api, KubeConfig, makeInformer, type Informer, type V1ConfigMap } from '@kubernetes/client-node';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as undici from 'undici';
+import { certs } from '../fixtures/certs/index.ts';
+import { seeded } from '../fleet/sim/random.ts';
+import { attachToKubeConfig, defaultOptions } from '../src/index.ts';
+import { ChaosCluster } from './ChaosCluster.ts';
+import { check, type Judgement, type Violation } from './invariants.ts';
+import type { Schedule } from './schedule.ts';
+import { TcpProxy } from './TcpProxy.ts';
+import { drawOps, runOps, type RequestRecord } from './workload.ts';
+
+export interface ScheduleResult {
+  schedule: Schedule;
+  violations: Violation[];
+  judgements: Judgement[];
+  failures: { balancer: number; pool: number };
+  requests: { balancer: number; pool: number };
+  /** Errors the client-node informer reported (it is restarted after each, as an application would). */
+  informerErrors: number;
+  ms: number;
+}
+
+const CLOSE_BOUND_MS = 5_000;
+const HEAP_LIMIT_MB = 400;
+
+export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
+  const started = performance.now();
+  const before = resources();
+  const cc = await ChaosCluster.start(schedule.seed ^ schedule.index);
+  const kc = new KubeConfig();
+  kc.loadFromString(cc.cluster.kubeconfig());
+  const attachment = await attachToKubeConfig(kc, { target: cc.cluster.target });
+  const balancer = attachment.balancer!;
+  let t0 = performance.now();
+  const ejections: { time: number; instance: number; reason: string }[] = [];
+  balancer.on('eject', (endpoint, reason) => ejections.push({ time: performance.now() - t0, instance: cc.indexOf(endpoint.address), reason }));
+  const proxy = await TcpProxy.start(
+    cc.instances.map((i) => ({ host: i.host, port: i.port })),
+    seeded(schedule.seed, schedule.index, 5),
+  );
+  const pool = new undici.Pool(`https://127.0.0.1:${proxy.port}`, { connections: 1, allowH2: true, connect: { ca: certs.ca } });
+  const informer = await startInformer(kc);
+
+  const ops = drawOps(schedule.seed, schedule.index);
+  const tag = `${schedule.seed}-${schedule.index}`;
+  const headers = cc.cluster.authHeaders;
+  t0 = performance.now();
+  const [windows, ...runs] = await Promise.all([
+    cc.play(schedule.faults, t0),
+    runOps({ name: 'balancer', dispatcher: balancer, origin: cc.instances[0]!.url, headers }, ops, tag, t0),
+    runOps({ name: 'pool', dispatcher: pool, origin: `https://127.0.0.1:${proxy.port}`, headers }, ops, tag, t0),
+  ]);
+  const records: RequestRecord[] = runs.flat();
+
+  const closeProblems: string[] = [];
+  await informer.stop();
+  const bounded = async (what: string, close: () => Promise<unknown>): Promise<void> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => (timer = setTimeout(resolve, CLOSE_BOUND_MS, 'late')));
+    const ended = await Promise.race([close().then(() => 'ok'), late]);
+    clearTimeout(timer);
+    if (ended === 'late') closeProblems.push(`${what}.close() still pending after ${CLOSE_BOUND_MS} ms`);
+  };
+  await bounded('balancer', () => attachment.detach());
+  await bounded('pool', () => pool.destroy());
+  await proxy.close();
+  await cc.close();
+  const leftOpen = [...closeProblems, ...(await settledLeftovers(before))];
+  globalThis.gc?.();
+  const heapMb = process.memoryUsage().heapUsed / 2 ** 20;
+
+  const { violations, judgements } = check({
+    records,
+    windows,
+    instances: cc.instances.length,
+    executions: cc.executions,
+    arrivedAt: cc.arrivedAt,
+    ejections,
+    leftOpen,
+    heapMb,
+    heapLimitMb: HEAP_LIMIT_MB,
+    maxAttempts: defaultOptions.maxAttempts,
+  });
+  const count = (client: string, failed: boolean): number => records.filter((r) => r.client === client && (!failed || !r.ok)).length;
+  return {
+    schedule,
+    violations,
+    judgements,
+    failures: { balancer: count('balancer', true), pool: count('pool', true) },
+    requests: { balancer: count('balancer', false), pool: count('pool', false) },
+    informerErrors: informer.errors(),
+    ms: performance.now() - started,
+  };
+}
+
+/** A client-node informer on the ConfigMaps through the balancer, restarted 500 ms after each error as an application does. */
+async function startInformer(kc: KubeConfig): Promise<{ stop(): Promise<void>; errors(): number }> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const informer: Informer<V1ConfigMap> = makeInformer(kc, '/api/v1/namespaces/default/configmaps', () => core.listNamespacedConfigMap({ namespace: 'default' }));
+  let errors = 0;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  informer.on('error', () => {
+    errors++;
+    if (!stopped) timer = setTimeout(() => void informer.start().catch(() => {}), 500);
+  });
+  await informer.start().catch(() => errors++);
+  return {
+    stop: async () => {
+      stopped = true;
+      clearTimeout(timer);
+      await informer.stop();
+    },
+    errors: () => errors,
+  };
+}
+
+function resources(): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const r of process.getActiveResourcesInfo()) counts.set(r, (counts.get(r) ?? 0) + 1);
+  return counts;
+}
+
+/** Handles and timers beyond those open before the schedule, once they have had 500 ms to go. */
+async function settledLeftovers(before: Map<string, number>): Promise<string[]> {
+  let extra: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    await sleep(50);
+    extra = [...resources()].filter(([kind, n]) => n > (before.get(kind) ?? 0)).map(([kind, n]) => `${kind} ×${n - (before.get(kind) ?? 0)}`);
+    if (extra.length === 0) break;
+  }
+  return extra;
+}
