@@ -45,13 +45,18 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
   const pool = new undici.Pool(`https://127.0.0.1:${proxy.port}`, { connections: 1, allowH2: true, connect: { ca: certs.ca } });
   const informer = await startInformer(kc);
 
+  const context = (): string => {
+    const stats = balancer.stats();
+    const states = stats.endpoints.map((e) => `#${cc.indexOf(e.address)} ${e.state}`).join(', ');
+    return `balancer at its end: ${states}; retries refused by the budget so far ${stats.budget.refused}`;
+  };
   const ops = drawOps(schedule.seed, schedule.index);
   const tag = `${schedule.seed}-${schedule.index}`;
   const headers = cc.cluster.authHeaders;
   t0 = performance.now();
   const [windows, ...runs] = await Promise.all([
     cc.play(schedule.faults, t0),
-    runOps({ name: 'balancer', dispatcher: balancer, origin: cc.instances[0]!.url, headers }, ops, tag, t0),
+    runOps({ name: 'balancer', dispatcher: balancer, origin: cc.instances[0]!.url, headers, context }, ops, tag, t0),
     runOps({ name: 'pool', dispatcher: pool, origin: `https://127.0.0.1:${proxy.port}`, headers }, ops, tag, t0),
   ]);
   const records: RequestRecord[] = runs.flat();
@@ -105,8 +110,10 @@ async function startInformer(kc: KubeConfig): Promise<{ stop(): Promise<void>; e
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   informer.on('error', () => {
+    // stop() ends the watch with an error event of its own: not one to count.
+    if (stopped) return;
     errors++;
-    if (!stopped) timer = setTimeout(() => void informer.start().catch(() => {}), 500);
+    timer = setTimeout(() => void informer.start().catch(() => {}), 500);
   });
   await informer.start().catch(() => errors++);
   return {

@@ -41,7 +41,7 @@ export interface Schedule {
 }
 
 /** How long the workload runs; faults start inside it. */
-export const WORKLOAD_MS = 4_000;
+export const WORKLOAD_MS = 3_000;
 export const INSTANCES = 3;
 
 /** `Retry-After` values a client must survive: zero, negative, huge, an HTTP date, garbage, none. */

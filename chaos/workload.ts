@@ -29,10 +29,12 @@ export interface RequestRecord {
   ok: boolean;
   /** The caller's own deadline fired. */
   deadline: boolean;
+  /** What the client said of itself when the call failed (the balancer: its endpoints' states and refused retries). */
+  context?: string;
 }
 
 /** The caller's deadline for one call (a watch: until the workload is over, then closed by the caller). */
-export const DEADLINE_MS = 12_000;
+export const DEADLINE_MS = 8_000;
 const MIX: [OpKind, number][] = [
   ['get', 0.35],
   ['list', 0.12],
@@ -70,6 +72,8 @@ export interface Client {
   dispatcher: undici.Dispatcher;
   origin: string;
   headers: Record<string, string>;
+  /** Read when a call fails, for the report of why it failed. */
+  context?: () => string;
 }
 
 const DISCOVERY = ['/api', '/apis', '/version', '/api/v1'];
@@ -144,6 +148,7 @@ async function one(client: Client, op: Op, name: (n: number) => string, id: stri
     clearTimeout(timer);
   }
   record.end = now();
+  if (!record.ok && client.context) record.context = client.context();
   records.push(record);
   return record.ok;
 }
