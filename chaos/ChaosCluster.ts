@@ -14,6 +14,15 @@ function serviceMs(fault: Fault): number {
 }
 
 export const PRECREATED = 20;
+/** A rolling restart's instance that has not drained by then is crashed, and what it still served is reported. */
+const DRAIN_BOUND_MS = 8_000;
+
+/** Requests an instance still served when its drain passed `DRAIN_BOUND_MS` (ms from the workload's start). */
+export interface Stuck {
+  instance: number;
+  at: number;
+  ids: string[];
+}
 
 export class ChaosCluster {
   readonly cluster: ApiserverCluster;
@@ -59,30 +68,41 @@ export class ChaosCluster {
   }
 
   /** Plays `faults` from now (the workload's start, `t0` on the performance clock); resolves once all are over. */
-  async play(faults: readonly Fault[], t0: number): Promise<FaultWindow[]> {
+  async play(faults: readonly Fault[], t0: number): Promise<{ windows: FaultWindow[]; stuck: Stuck[] }> {
     const windows: FaultWindow[] = [];
+    const stuck: Stuck[] = [];
     const now = (): number => performance.now() - t0;
     await Promise.all(
       faults.map(async (fault) => {
         await sleep(Math.max(0, fault.startMs - now()));
         try {
-          await this.#run(fault, windows, now);
+          await this.#run(fault, windows, stuck, now);
         } catch (err) {
           console.error(`chaos: fault ${fault.kind} failed to play: ${(err as Error).message}`);
         }
       }),
     );
-    return windows;
+    return { windows, stuck };
   }
 
-  async #run(fault: Fault, windows: FaultWindow[], now: () => number): Promise<void> {
+  async #run(fault: Fault, windows: FaultWindow[], stuck: Stuck[], now: () => number): Promise<void> {
     const targets = fault.target === 'all' ? this.instances.map((_, i) => i) : [fault.target];
     if (fault.kind === 'rolling-restart-503' || fault.kind === 'rolling-restart-429') {
       const sendRetryAfter = fault.kind === 'rolling-restart-429';
       for (const i of targets) {
         const from = now();
         const instance = this.instances[i]!;
-        await instance.restart({ graceful: true, shutdown: { delayMs: Number(fault.params.delayMs ?? 0), sendRetryAfter, drainMs: 300, timeoutMs: 1_000 } });
+        const restarted = instance.restart({ graceful: true, shutdown: { delayMs: Number(fault.params.delayMs ?? 0), sendRetryAfter, drainMs: 300, timeoutMs: 1_000 } });
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, DRAIN_BOUND_MS, 'late')));
+        if ((await Promise.race([restarted, late])) === 'late') {
+          // The apiserver would wait up to its 60-s RequestTimeout: report who holds it, and move on.
+          stuck.push({ instance: i, at: now(), ids: this.hooks[i]!.openIds() });
+          await instance.crash();
+          await restarted.catch(() => {});
+          if (instance.state !== 'running') await instance.restart();
+        }
+        clearTimeout(timer);
         await instance.waitForState('running', 10_000);
         windows.push({ kind: fault.kind, instance: i, from, to: now(), serviceMs: 0 });
       }

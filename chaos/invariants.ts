@@ -25,13 +25,15 @@ export interface Facts {
   ejections: readonly { time: number; instance: number; reason: string }[];
   /** Handles and timers left after every client, proxy and server closed (`Timeout ×2`, …). */
   leftOpen: readonly string[];
+  /** Request ids an instance still served when its drain was cut short, and when (see ChaosCluster's `Stuck`). */
+  stuck?: readonly { instance: number; at: number; ids: readonly string[] }[];
   heapMb: number;
   heapLimitMb: number;
   /** The balancer's `maxAttempts`. */
   maxAttempts: number;
 }
 
-export type Invariant = 'write-twice' | 'unjustified-failure' | 'wait-bound' | 'healthy-ejected' | 'left-open' | 'heap';
+export type Invariant = 'abandoned-still-running' | 'write-twice' | 'unjustified-failure' | 'wait-bound' | 'healthy-ejected' | 'left-open' | 'heap';
 
 export interface Violation {
   invariant: Invariant;
@@ -85,6 +87,16 @@ export function check(facts: Facts): { violations: Violation[]; judgements: Judg
       invariant: 'healthy-ejected',
       detail: `#${e.instance} ejected (${e.reason}) at ${Math.round(e.time)} ms while it served within its normal latency${serving.length ? ` (only ${[...new Set(serving)].join(', ')} on it)` : ''}`,
     });
+  }
+  // A request its caller was done with over a second before must not still run on an apiserver (held copies, hedges, explorations).
+  const ended = new Map(facts.records.map((r) => [r.id, r]));
+  for (const s of facts.stuck ?? []) {
+    for (const id of s.ids) {
+      const r = ended.get(id);
+      if (r && r.op !== 'watch' && r.end < s.at - 1_000) {
+        violations.push({ invariant: 'abandoned-still-running', id, detail: `${id} (${r.op}, ${r.ok ? 'done' : (r.error ?? r.status)} at ${Math.round(r.end)} ms) still ran on #${s.instance} at ${Math.round(s.at)} ms, holding its drain` });
+      }
+    }
   }
   if (facts.leftOpen.length > 0) violations.push({ invariant: 'left-open', detail: `left after close(): ${facts.leftOpen.join(', ')}` });
   if (facts.heapMb > facts.heapLimitMb) violations.push({ invariant: 'heap', detail: `heap ${Math.round(facts.heapMb)} MB after GC, limit ${facts.heapLimitMb} MB` });

@@ -37,7 +37,7 @@ function keepOnly(schedule: Schedule, keep: number[]): Schedule {
 
 function summary(r: ScheduleResult): string {
   const faults = r.schedule.faults.map(describeFault).join(' | ');
-  return `#${r.schedule.index} [${faults}] failed: balancer ${r.failures.balancer}/${r.requests.balancer}, one connection ${r.failures.pool}/${r.requests.pool}; informer errors ${r.informerErrors}; violations ${r.violations.length}; ${(r.ms / 1000).toFixed(1)} s`;
+  return `#${r.schedule.index} [${faults}] failed: balancer ${r.failures.balancer}/${r.requests.balancer}, one connection ${r.failures.pool}/${r.requests.pool}; informer errors ${r.informerErrors};${r.stuck.map((s) => ` drain of #${s.instance} cut at ${Math.round(s.at)} ms holding ${s.ids.length} named request(s);`).join('')} violations ${r.violations.length}; ${(r.ms / 1000).toFixed(1)} s`;
 }
 
 /** Greedy: drop each fault in turn while the schedule still breaks one of the same invariants. */

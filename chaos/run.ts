@@ -21,6 +21,8 @@ export interface ScheduleResult {
   requests: { balancer: number; pool: number };
   /** Errors the client-node informer reported (it is restarted after each, as an application would). */
   informerErrors: number;
+  /** Rolling restarts whose drain was cut after 8 s, with the request ids the instance still served. */
+  stuck: { instance: number; at: number; ids: string[] }[];
   ms: number;
 }
 
@@ -54,7 +56,7 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
   const tag = `${schedule.seed}-${schedule.index}`;
   const headers = cc.cluster.authHeaders;
   t0 = performance.now();
-  const [windows, ...runs] = await Promise.all([
+  const [{ windows, stuck }, ...runs] = await Promise.all([
     cc.play(schedule.faults, t0),
     runOps({ name: 'balancer', dispatcher: balancer, origin: cc.instances[0]!.url, headers, context }, ops, tag, t0),
     runOps({ name: 'pool', dispatcher: pool, origin: `https://127.0.0.1:${proxy.port}`, headers }, ops, tag, t0),
@@ -85,6 +87,7 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
     executions: cc.executions,
     arrivedAt: cc.arrivedAt,
     ejections,
+    stuck,
     leftOpen,
     heapMb,
     heapLimitMb: HEAP_LIMIT_MB,
@@ -98,6 +101,7 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
     failures: { balancer: count('balancer', true), pool: count('pool', true) },
     requests: { balancer: count('balancer', false), pool: count('pool', false) },
     informerErrors: informer.errors(),
+    stuck,
     ms: performance.now() - started,
   };
 }

@@ -102,3 +102,10 @@ test('handles left after close() and a heap over its limit are violations', (t) 
     ['left-open', 'heap'],
   );
 });
+
+test('a request its caller was done with that still runs on a draining apiserver is a violation', (t) => {
+  const done = record('g3', 'get', { start: 0, end: 2_000, ok: false, error: 'caller deadline' });
+  const { violations } = check(facts({ records: [done], stuck: [{ instance: 2, at: 9_000, ids: ['g3', 'unknown'] }] }));
+  t.true(violations.some((v) => v.invariant === 'abandoned-still-running' && v.id === 'g3'));
+  t.false(violations.some((v) => v.id === 'unknown'));
+});
