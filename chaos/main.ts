@@ -1,6 +1,7 @@
 // `npm run chaos`: fault schedules drawn from a seed, each run against the real balancer and a
 // one-connection baseline, judged by chaos/invariants.ts; a failing one is replayed, shrunk and printed
-// as a one-line replay command. Flags: --schedules N, --seed S, --schedule K [--keep i,j], --kind K, --ci, --json, --no-shrink.
+// as a one-line replay command. Flags: --schedules N, --seed S, --schedule K [--keep i,j], --kind K, --ci, --json, --no-shrink,
+// --verbose (every judgement, and the balancer's ejections against the fault windows).
 import { parseArgs } from 'node:util';
 import { runSchedule, type ScheduleResult } from './run.ts';
 import { FAULT_KINDS, describeFault, drawSchedule, type FaultKind, type Schedule } from './schedule.ts';
@@ -15,6 +16,7 @@ const { values } = parseArgs({
     ci: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
     'no-shrink': { type: 'boolean', default: false },
+    verbose: { type: 'boolean', default: false },
   },
 });
 
@@ -72,7 +74,8 @@ for (const index of indexes) {
   if (result.violations.length === 0) continue;
   const details = result.violations.map((v) => `  ${v.invariant}: ${v.detail}`);
   for (const line of details.slice(0, 8)) log(line);
-  if (details.length > 8) log(`  … ${details.length - 8} more`);
+  if (details.length > 8 && !values.verbose) log(`  … ${details.length - 8} more`);
+  if (values.verbose) for (const line of [...details.slice(8), ...result.judgements.filter((j) => j.justified).map((j) => `  justified: ${j.why}`), ...result.events.map((e) => `  event: ${e}`)]) log(line);
   log(`  replay: ${replay(schedule)}`);
   const entry: (typeof found)[number] = { replay: replay(schedule), invariants: [...new Set(result.violations.map((v) => v.invariant))], details };
   if (shrinking && values.keep === undefined && schedule.faults.length > 1) {
@@ -110,4 +113,5 @@ if (values.json) {
   const worse = table.filter((row) => row.balancerFailures > row.poolFailures).map((row) => row.kind);
   log(`\n${results.length} schedules in ${seconds.toFixed(0)} s: ${violations} violations (${found.length} schedules, ${flakes} flakes); balancer worse than one connection on: ${worse.join(', ') || 'none'}`);
 }
-process.exitCode = violations > 0 ? 1 : 0;
+// Exit even if something (a leak the left-open invariant reports) still holds the event loop.
+process.exit(violations > 0 ? 1 : 0);

@@ -21,6 +21,8 @@ export interface ScheduleResult {
   requests: { balancer: number; pool: number };
   /** Errors the client-node informer reported (it is restarted after each, as an application would). */
   informerErrors: number;
+  /** The balancer's eject, restore and drain events, and the fault windows, in time order. */
+  events: string[];
   /** Rolling restarts whose drain was cut after 8 s, with the request ids the instance still served. */
   stuck: { instance: number; at: number; ids: string[] }[];
   ms: number;
@@ -39,7 +41,15 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
   const balancer = attachment.balancer!;
   let t0 = performance.now();
   const ejections: { time: number; instance: number; reason: string }[] = [];
-  balancer.on('eject', (endpoint, reason) => ejections.push({ time: performance.now() - t0, instance: cc.indexOf(endpoint.address), reason }));
+  // The balancer's verdicts against the fault windows, for --verbose.
+  const events: string[] = [];
+  const at = (): string => `${Math.round(performance.now() - t0)} ms`;
+  balancer.on('eject', (endpoint, reason, ms) => {
+    ejections.push({ time: performance.now() - t0, instance: cc.indexOf(endpoint.address), reason });
+    events.push(`${at()} eject #${cc.indexOf(endpoint.address)} ${reason} for ${ms} ms`);
+  });
+  balancer.on('restore', (endpoint, via) => events.push(`${at()} restore #${cc.indexOf(endpoint.address)} via ${via}`));
+  balancer.on('drain', (endpoint, reason) => events.push(`${at()} drain #${cc.indexOf(endpoint.address)} (${reason})`));
   const proxy = await TcpProxy.start(
     cc.instances.map((i) => ({ host: i.host, port: i.port })),
     seeded(schedule.seed, schedule.index, 5),
@@ -102,6 +112,7 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
     requests: { balancer: count('balancer', false), pool: count('pool', false) },
     informerErrors: informer.errors(),
     stuck,
+    events: [...events, ...windows.map((w) => `${Math.round(w.from)}–${Math.round(w.to)} ms ${w.kind} on #${w.instance}`)].sort((a, b) => parseInt(a) - parseInt(b)),
     ms: performance.now() - started,
   };
 }
