@@ -24,9 +24,10 @@ export class TcpProxy {
         upstream.once('connect', () => {
           this.pinned.push(index);
           upstream.removeAllListeners('error');
-          // A reset on one side is a reset on the other, as an L4 balancer forwards an RST.
-          upstream.on('error', () => client.resetAndDestroy());
-          client.on('error', () => upstream.resetAndDestroy());
+          // An error on one side closes the other. Not resetAndDestroy(): on Node 22 a socket reset
+          // that way while its peer is closing can stay an active handle for good (seen here, 1 run in 5).
+          upstream.on('error', () => client.destroy());
+          client.on('error', () => upstream.destroy());
           upstream.on('close', () => client.destroy());
           client.on('close', () => upstream.destroy());
           client.pipe(upstream);

@@ -75,7 +75,7 @@ for (const index of indexes) {
   const details = result.violations.map((v) => `  ${v.invariant}: ${v.detail}`);
   for (const line of details.slice(0, 8)) log(line);
   if (details.length > 8 && !values.verbose) log(`  … ${details.length - 8} more`);
-  if (values.verbose) for (const line of [...details.slice(8), ...result.judgements.filter((j) => j.justified).map((j) => `  justified: ${j.why}`), ...result.events.map((e) => `  event: ${e}`)]) log(line);
+  if (values.verbose) for (const line of [...details.slice(8), ...result.judgements.filter((j) => j.justified).map((j) => `  justified: ${j.why}`), ...result.poolFailed.map((p) => `  one connection failed: ${p}`), ...result.events.map((e) => `  event: ${e}`)]) log(line);
   log(`  replay: ${replay(schedule)}`);
   const entry: (typeof found)[number] = { replay: replay(schedule), invariants: [...new Set(result.violations.map((v) => v.invariant))], details };
   if (shrinking && values.keep === undefined && schedule.faults.length > 1) {

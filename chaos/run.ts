@@ -21,6 +21,8 @@ export interface ScheduleResult {
   requests: { balancer: number; pool: number };
   /** Errors the client-node informer reported (it is restarted after each, as an application would). */
   informerErrors: number;
+  /** The one-connection client's failed calls, for --verbose. */
+  poolFailed: string[];
   /** The balancer's eject, restore and drain events, and the fault windows, in time order. */
   events: string[];
   /** Rolling restarts whose drain was cut after 8 s, with the request ids the instance still served. */
@@ -112,6 +114,7 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
     requests: { balancer: count('balancer', false), pool: count('pool', false) },
     informerErrors: informer.errors(),
     stuck,
+    poolFailed: records.filter((r) => r.client === 'pool' && !r.ok).map((r) => `${r.id} (${r.op}, ${r.error ?? `status ${r.status}`}) at ${Math.round(r.start)}–${Math.round(r.end)} ms`),
     events: [...events, ...windows.map((w) => `${Math.round(w.from)}–${Math.round(w.to)} ms ${w.kind} on #${w.instance}`)].sort((a, b) => parseInt(a) - parseInt(b)),
     ms: performance.now() - started,
   };
