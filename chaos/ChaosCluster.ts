@@ -5,7 +5,7 @@ import { ApiserverCluster, RESOURCES, type ApiserverInstance } from '../fixtures
 import { ChaosFaults } from '../fixtures/apiserver/ChaosHooks.ts';
 import { seeded } from '../fleet/sim/random.ts';
 import type { FaultWindow } from './invariants.ts';
-import { INSTANCES, type Fault, type FaultKind } from './schedule.ts';
+import { INSTANCES, PRECREATED, type Fault, type FaultKind } from './schedule.ts';
 
 function serviceMs(fault: Fault): number {
   if (fault.kind === 'slow-all') return Number(fault.params.latencyMs);
@@ -13,7 +13,6 @@ function serviceMs(fault: Fault): number {
   return 0;
 }
 
-export const PRECREATED = 20;
 /** A rolling restart's instance that has not drained by then is crashed, and what it still served is reported. */
 const DRAIN_BOUND_MS = 8_000;
 

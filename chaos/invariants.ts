@@ -49,7 +49,7 @@ export interface Judgement {
 }
 
 /** How long beyond its service time a read may wait while an endpoint stays healthy. */
-export const WAIT_BOUND_MS = 5_000;
+const WAIT_BOUND_MS = 5_000;
 /** An ejection is judged against the faults of this long before it. */
 const EJECTION_LOOKBACK_MS = 3_000;
 const WRITES = new Set(['create', 'patch', 'delete']);

@@ -43,6 +43,8 @@ export interface Schedule {
 /** How long the workload runs; faults start inside it. */
 export const WORKLOAD_MS = 3_000;
 export const INSTANCES = 3;
+/** ConfigMaps `pre-0`… in `default`, made before the workload: what its GETs and patches name. */
+export const PRECREATED = 20;
 
 /** `Retry-After` values a client must survive: zero, negative, huge, an HTTP date, garbage, none. */
 const RETRY_AFTERS = ['0', '-1', '86400', '1', 'Wed, 21 Oct 2015 07:28:00 GMT', 'soon', '2.5', undefined];

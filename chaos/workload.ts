@@ -4,8 +4,7 @@
 import * as undici from 'undici';
 import { REQUEST_ID_HEADER } from '../fixtures/apiserver/ChaosHooks.ts';
 import { seeded } from '../fleet/sim/random.ts';
-import { PRECREATED } from './ChaosCluster.ts';
-import { WORKLOAD_MS } from './schedule.ts';
+import { PRECREATED, WORKLOAD_MS } from './schedule.ts';
 
 export type OpKind = 'get' | 'list' | 'discovery' | 'create' | 'patch' | 'delete' | 'watch';
 
@@ -34,7 +33,7 @@ export interface RequestRecord {
 }
 
 /** The caller's deadline for one call (a watch: until the workload is over, then closed by the caller). */
-export const DEADLINE_MS = 8_000;
+const DEADLINE_MS = 8_000;
 const MIX: [OpKind, number][] = [
   ['get', 0.35],
   ['list', 0.12],
