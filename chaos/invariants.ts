@@ -23,6 +23,8 @@ export interface Facts {
   /** The instances each request id reached. */
   arrivedAt: ReadonlyMap<string, ReadonlySet<number>>;
   ejections: readonly { time: number; instance: number; reason: string }[];
+  /** The balancer's watch rebalances (it ends a watch on purpose so that its client re-watches elsewhere). */
+  rebalances?: readonly { time: number; from: number; to: number }[];
   /** Handles and timers left after every client, proxy and server closed (`Timeout ×2`, …). */
   leftOpen: readonly string[];
   /** Request ids an instance still served when its drain was cut short, and when (see ChaosCluster's `Stuck`). */
@@ -114,6 +116,8 @@ function judge(r: RequestRecord, facts: Facts, up: number[], faultsOn: (i: numbe
   if (up.length === 0) return ok(`no endpoint stayed healthy during it (${kinds(range(facts.instances))})`);
   const healthyNote = `while ${up.map((i) => `#${i}`).join(',')} stayed healthy`;
   if (r.op === 'watch') {
+    const moved = (facts.rebalances ?? []).find((m) => reached.includes(m.from) && m.time >= r.start - 50 && m.time <= r.end + 50);
+    if (moved && r.error === 'watch ended early') return ok(`the balancer rebalanced a watch from #${moved.from} to #${moved.to} at ${Math.round(moved.time)} ms (on purpose: its client re-watches)`);
     const hit = kinds(reached);
     return hit ? ok(`its apiserver ${at} had ${hit}; a watch cannot move without its client re-listing`) : bad(`watch at ${at} cut while that apiserver kept serving`);
   }

@@ -50,6 +50,11 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
     ejections.push({ time: performance.now() - t0, instance: cc.indexOf(endpoint.address), reason });
     events.push(`${at()} eject #${cc.indexOf(endpoint.address)} ${reason} for ${ms} ms`);
   });
+  const rebalances: { time: number; from: number; to: number }[] = [];
+  balancer.on('rebalance', ({ from, to }) => {
+    rebalances.push({ time: performance.now() - t0, from: cc.indexOf(from.address), to: cc.indexOf(to.address) });
+    events.push(`${at()} rebalance a watch #${cc.indexOf(from.address)} → #${cc.indexOf(to.address)}`);
+  });
   balancer.on('restore', (endpoint, via) => events.push(`${at()} restore #${cc.indexOf(endpoint.address)} via ${via}`));
   balancer.on('drain', (endpoint, reason) => events.push(`${at()} drain #${cc.indexOf(endpoint.address)} (${reason})`));
   const proxy = await TcpProxy.start(
@@ -99,6 +104,7 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
     executions: cc.executions,
     arrivedAt: cc.arrivedAt,
     ejections,
+    rebalances,
     stuck,
     leftOpen,
     heapMb,

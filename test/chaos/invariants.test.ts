@@ -94,6 +94,9 @@ test('a watch cut while its apiserver kept serving is unjustified; cut by a cras
     ['unjustified-failure'],
   );
   t.deepEqual(check(facts({ records: [watch], windows: [window('crash', 2, 500, 900)], arrivedAt })).violations, []);
+  const rebalanced = check(facts({ records: [watch], arrivedAt, rebalances: [{ time: 1_990, from: 2, to: 0 }] }));
+  t.deepEqual(rebalanced.violations, []);
+  t.regex(rebalanced.judgements[0]!.why, /rebalanced a watch from #2 to #0/);
 });
 
 test('handles left after close() and a heap over its limit are violations', (t) => {
