@@ -81,7 +81,7 @@ export default {
       comment: 'The library must not depend on its tests, benchmarks or scripts: they are not published.',
       severity: 'error',
       from: { path: '^src/' },
-      to: { path: '^(test|bench|scripts)/' },
+      to: { path: '^(test|bench|scripts|chaos)/' },
     },
     {
       name: 'only-the-demo-and-testing-import-fixtures',
@@ -107,7 +107,7 @@ export default {
   ],
   options: {
     // Cruise only the project's own code; packages are leaves.
-    includeOnly: '^(src|test|bench|fixtures|scripts|fleet)/',
+    includeOnly: '^(src|test|bench|fixtures|scripts|fleet|chaos)/',
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(dist|coverage|\\.cache)/' },
     tsConfig: { fileName: 'tsconfig.json' },
