@@ -213,6 +213,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.#attempts++;
     const attempt = new Attempt(this, endpoint, retry);
     this.#attempt = attempt;
+    if (this.#idempotent) this.host.waiting?.add(attempt, this);
     // One clock read, only for a request whose time is measured (its latency, or a hedge's delay).
     if (this.timed || this.host.hedging) attempt.sentAt = this.host.clock.now();
     this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts, attempt.sentAt);
@@ -258,6 +259,27 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   override abort(reason: Error): void {
     this.copy?.cancel();
     super.abort(reason);
+  }
+
+  /**
+   * Health took `attempt`'s endpoint out while the attempt waited there unsent (queued for a
+   * connection or a stream; see `WaitingAttempts`): it goes to another endpoint now. Nothing was
+   * written, so the move spends neither an attempt nor retry budget. False when it stays: not the
+   * latest attempt, a hedge races it, or no other endpoint takes it.
+   */
+  moveWaiting(attempt: Attempt): boolean {
+    if (attempt !== this.#attempt || attempt.started || this.#rival || this.#next || this.#committed || this.finished || this.aborted) return false;
+    const tried = (this.#tried ??= new Set());
+    tried.add(attempt.endpoint);
+    const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
+    if (!endpoint) return false;
+    // Ends it with no verdict; should undici still start it, it is aborted before a byte is written.
+    attempt.moved();
+    this.#attempts--;
+    this.host.retrying(attempt.endpoint, endpoint, 'moved', this.#attempts + 1, this);
+    this.#send(endpoint, false);
+    this.#mayHedgeLater();
+    return true;
   }
 
   abortedBetweenAttempts(reason: Error): void {
@@ -338,6 +360,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   attemptSettled(attempt: Attempt): void {
+    this.host.waiting?.delete(attempt);
     if (this.#watching === attempt) this.host.watchClosed?.(attempt.endpoint, this);
   }
 

@@ -23,6 +23,7 @@ import { describeTarget } from '../resolver/describeTarget.ts';
 import { limitEndpoints } from '../resolver/limitEndpoints.ts';
 import { createResolver } from '../resolver/parseTarget.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
+import type { Attempt } from './Attempt.ts';
 import { AttemptAccounts } from './AttemptAccounts.ts';
 import { BalancedRequest } from './BalancedRequest.ts';
 import { BodyTimers } from './BodyTimer.ts';
@@ -32,6 +33,7 @@ import { registerInternals, type BalancerInternals } from './internals.ts';
 import type { RequestHost } from './RequestHost.ts';
 import { Origins, type KnownOrigin } from './Origins.ts';
 import { RetryBudget } from './RetryBudget.ts';
+import { WaitingAttempts } from './WaitingAttempts.ts';
 import { WatchRebalancer } from './WatchRebalancer.ts';
 import { reportError, withoutDispatcher, wrapLegacyHandler, type DispatchHandler, type DispatchOptions } from './handlers.ts';
 
@@ -62,6 +64,8 @@ export class Balancer extends undici.Dispatcher {
   readonly #rebalancer: WatchRebalancer | undefined;
   readonly #hedging: Hedging | undefined;
   readonly #bodyTimers: BodyTimers;
+  /** Idempotent attempts handed to a pool and not yet written: moved when health takes their endpoint out. */
+  readonly #unsent = new WaitingAttempts<Attempt>();
   /** The origin probes are sent for: the balanced one, never a request's guess. */
   readonly #probeOrigin: URL;
   /** Our own event-loop lag: a timeout during our stall says nothing about the apiserver. */
@@ -100,15 +104,16 @@ export class Balancer extends undici.Dispatcher {
           this.#totals.ejections[reason]++;
           if (ejectChannel.hasSubscribers) ejectChannel.publish({ balancer: this, endpoint: endpoint.info(), reason, durationMs: ms });
           this.#emit('eject', endpoint.info(), reason, ms);
+          this.#moveWaiting(endpoint);
         },
-        drain: (endpoint, reason) => this.#emit('drain', endpoint.info(), reason),
+        drain: (endpoint, reason) => {
+          this.#emit('drain', endpoint.info(), reason);
+          this.#moveWaiting(endpoint);
+        },
         restore: (endpoint, via) => {
           this.#emit('restore', endpoint.info(), via);
           this.#rebalancer?.nudge();
         },
-        // A black hole: requests waiting there, on the silent connection or queued for a new one,
-        // would only time out. Fail them now, so those that may go elsewhere do.
-        unreachable: (endpoint) => void this.#pools.reset(endpoint),
       },
       () => this.#set.list(),
     );
@@ -279,6 +284,7 @@ export class Balancer extends undici.Dispatcher {
       clock: options.clock,
       bodyTimers: this.#bodyTimers,
       hedging: this.#hedging,
+      waiting: this.#unsent,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;
         if (probationOk) {
@@ -345,6 +351,17 @@ export class Balancer extends undici.Dispatcher {
     });
   }
 
+  /**
+   * Health took `endpoint` out (ejected, draining): what waits there unsent goes elsewhere, once
+   * the verdict is whole (the picker rebuilt). Nothing running there is touched: a verdict on an
+   * endpoint is no verdict on its connections, whose own PINGs and sockets tell when they are dead.
+   */
+  #moveWaiting(endpoint: Endpoint): void {
+    queueMicrotask(() => {
+      if (!this.#closed && endpoint.state !== 'ready') this.#unsent.moveAll(endpoint);
+    });
+  }
+
   #passthroughDispatch(opts: DispatchOptions, handler: DispatchHandler, legacy: boolean): boolean {
     this.#passthrough ??= new this.#undici.Agent();
     return this.#passthrough.dispatch(legacy ? { ...opts, allowH2: false } : opts, handler);
@@ -362,6 +379,8 @@ export class Balancer extends undici.Dispatcher {
     for (const endpoint of removed) {
       this.#prober?.remove(endpoint);
       this.#health.forget(endpoint);
+      this.#unsent.moveAll(endpoint);
+      this.#unsent.forget(endpoint);
       void this.#pools.retire(endpoint);
     }
     for (const endpoint of added) this.#prober?.add(endpoint);

@@ -102,7 +102,9 @@ export class StallWatch {
       if (estimate.inFlight === 0) continue;
       inFlight += estimate.inFlight;
       if (endpoint.state !== 'ready' || endpoint.removed) continue;
-      const silent = estimate.silentFor(now);
+      // Silent: its timed requests stalled and nothing else came from it meanwhile (the progress
+      // clock: a watch's events, a LIST's body, any answer), so one busy with other work is not suspected.
+      const silent = Math.min(estimate.silentFor(now), now - endpoint.lastAnswerAt);
       const value = estimate.value;
       const stall = value === value ? stallMs(value) : UNKNOWN_STALL_MS;
       if (silent <= stall) {

@@ -85,6 +85,9 @@ test.serial('(b) a watch delivering an event every 200 ms is not cut by /readyz 
     }
     t.false(watch.ended(), `the watch was cut after ${watch.events.length} events (ejections: ${ejections.join(', ')})`);
     t.true(watch.events.length >= 25, `${watch.events.length} events`);
+    // Its events move its endpoint's progress clock: a probe that times out there proves no silence.
+    const watched = balancer.endpoints().find((e) => e.streams === 1)!;
+    t.false(ejections.includes(`${watched.address}:unreachable`), `the endpoint delivering the watch's events was judged unreachable (${ejections.join(', ')})`);
     watch.close();
   } finally {
     await close();

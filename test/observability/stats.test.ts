@@ -46,7 +46,7 @@ test('stats() after 300 GETs and one GET that fails everywhere: per-endpoint out
       t.true(e.lastEjection!.at <= Date.now());
     }
     t.like(stats.totals, { requests: 301, inFlight: 0, failed: 0 });
-    t.deepEqual(stats.totals.retries, { connect: 0, tls: 0, refused: 0, reset: 0, unresponsive: 0, timeout: 0, throttled: 0, shutdown: 0, '5xx': 2, hedge: 0 });
+    t.deepEqual(stats.totals.retries, { connect: 0, tls: 0, refused: 0, reset: 0, unresponsive: 0, timeout: 0, throttled: 0, shutdown: 0, '5xx': 2, hedge: 0, moved: 0 });
     t.deepEqual(stats.totals.ejections, { connect: 0, tls: 0, failures: 3, throttled: 0, unreachable: 0, probe: 0 });
     t.deepEqual(stats.budget, { retriesInFlight: 0, refused: 0, credit: stats.budget.credit });
     t.true(stats.picker.panic, 'every endpoint ejected: panic mode');

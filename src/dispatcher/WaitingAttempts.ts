@@ -1,0 +1,49 @@
+import type { Endpoint } from '../balancer/Endpoint.ts';
+
+/** An attempt, by the endpoint it was handed to. */
+export interface WaitingAttempt {
+  readonly endpoint: Endpoint;
+}
+
+/** The request an attempt belongs to, which may send it elsewhere. */
+export interface AttemptMover<A extends WaitingAttempt> {
+  /** Moves `attempt` to another endpoint if the request may and one takes it; false when it stays. */
+  moveWaiting(attempt: A): boolean;
+}
+
+/**
+ * The attempts of idempotent requests handed to an endpoint's pool and not yet written to a
+ * connection (queued for one, or for a free stream). When health takes the endpoint out, those go
+ * elsewhere now; what already runs there finishes, as in a drain. A verdict about an endpoint
+ * stops new picks and never destroys a connection: only a connection's own liveness (its PINGs,
+ * its socket) does that.
+ */
+export class WaitingAttempts<A extends WaitingAttempt> {
+  readonly #byEndpoint = new Map<Endpoint, Map<A, AttemptMover<A>>>();
+
+  add(attempt: A, mover: AttemptMover<A>): void {
+    let waiting = this.#byEndpoint.get(attempt.endpoint);
+    if (!waiting) this.#byEndpoint.set(attempt.endpoint, (waiting = new Map<A, AttemptMover<A>>()));
+    waiting.set(attempt, mover);
+  }
+
+  /** It was written to a connection, or ended. */
+  delete(attempt: A): void {
+    this.#byEndpoint.get(attempt.endpoint)?.delete(attempt);
+  }
+
+  /** The endpoint was taken out: every attempt still waiting there is offered a move. Returns how many moved. */
+  moveAll(endpoint: Endpoint): number {
+    const waiting = this.#byEndpoint.get(endpoint);
+    if (!waiting || waiting.size === 0) return 0;
+    let moved = 0;
+    // A copy: a move ends the attempt (which leaves the map) and may add its successor to another endpoint's.
+    for (const [attempt, mover] of [...waiting]) if (mover.moveWaiting(attempt)) moved++;
+    return moved;
+  }
+
+  /** The endpoint left the set. */
+  forget(endpoint: Endpoint): void {
+    this.#byEndpoint.delete(endpoint);
+  }
+}
