@@ -176,6 +176,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
    */
   responded(attempt: Attempt, now: number, statusCode: number): boolean {
     attempt.answered = true;
+    this.host.waiting?.delete(attempt);
     const hedging = this.host.hedging;
     if (!hedging || this.longRunning) return true;
     hedging.cancel(this);
@@ -262,22 +263,25 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   /**
-   * Health took `attempt`'s endpoint out while the attempt waited there unsent (queued for a
-   * connection or a stream; see `WaitingAttempts`): it goes to another endpoint now. Nothing was
-   * written, so the move spends neither an attempt nor retry budget. False when it stays: not the
-   * latest attempt, a hedge races it, or no other endpoint takes it.
+   * Health took `attempt`'s endpoint out while the attempt had no response there (see
+   * `WaitingAttempts`): it goes to another endpoint now. Unsent (queued for a connection or a
+   * stream), it spends neither an attempt nor retry budget; written (`sent`: the endpoint went
+   * silent), it is retried as after a reset, its stream alone aborted. False when it stays: not the
+   * latest attempt, a hedge races it, or no other endpoint (or budget) takes it.
    */
-  moveWaiting(attempt: Attempt): boolean {
-    if (attempt !== this.#attempt || attempt.started || this.#rival || this.#next || this.#committed || this.finished || this.aborted) return false;
+  moveWaiting(attempt: Attempt, sent: boolean): boolean {
+    if (attempt !== this.#attempt || attempt.answered || this.#rival || this.#next || this.#committed || this.finished || this.aborted) return false;
+    const written = attempt.started;
+    if (written && (!sent || !this.#replayable || this.#attempts >= this.host.maxAttempts)) return false;
     const tried = (this.#tried ??= new Set());
     tried.add(attempt.endpoint);
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
-    if (!endpoint) return false;
-    // Ends it with no verdict; should undici still start it, it is aborted before a byte is written.
-    attempt.moved();
-    this.#attempts--;
+    if (!endpoint || (written && !this.host.budget.tryAcquire())) return false;
+    // Ends it with no verdict; unsent, should undici still start it, it is aborted before a byte is written.
+    attempt.supersede();
+    if (!written) this.#attempts--;
     this.host.retrying(attempt.endpoint, endpoint, 'moved', this.#attempts + 1, this);
-    this.#send(endpoint, false);
+    this.#send(endpoint, written);
     this.#mayHedgeLater();
     return true;
   }

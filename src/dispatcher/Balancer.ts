@@ -64,8 +64,8 @@ export class Balancer extends undici.Dispatcher {
   readonly #rebalancer: WatchRebalancer | undefined;
   readonly #hedging: Hedging | undefined;
   readonly #bodyTimers: BodyTimers;
-  /** Idempotent attempts handed to a pool and not yet written: moved when health takes their endpoint out. */
-  readonly #unsent = new WaitingAttempts<Attempt>();
+  /** Idempotent attempts handed to a pool and not yet answered: moved when health takes their endpoint out. */
+  readonly #unanswered = new WaitingAttempts<Attempt>();
   /** The origin probes are sent for: the balanced one, never a request's guess. */
   readonly #probeOrigin: URL;
   /** Our own event-loop lag: a timeout during our stall says nothing about the apiserver. */
@@ -104,11 +104,11 @@ export class Balancer extends undici.Dispatcher {
           this.#totals.ejections[reason]++;
           if (ejectChannel.hasSubscribers) ejectChannel.publish({ balancer: this, endpoint: endpoint.info(), reason, durationMs: ms });
           this.#emit('eject', endpoint.info(), reason, ms);
-          this.#moveWaiting(endpoint);
+          this.#moveWaiting(endpoint, reason === 'unreachable');
         },
         drain: (endpoint, reason) => {
           this.#emit('drain', endpoint.info(), reason);
-          this.#moveWaiting(endpoint);
+          this.#moveWaiting(endpoint, false);
         },
         restore: (endpoint, via) => {
           this.#emit('restore', endpoint.info(), via);
@@ -284,7 +284,7 @@ export class Balancer extends undici.Dispatcher {
       clock: options.clock,
       bodyTimers: this.#bodyTimers,
       hedging: this.#hedging,
-      waiting: this.#unsent,
+      waiting: this.#unanswered,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;
         if (probationOk) {
@@ -352,13 +352,15 @@ export class Balancer extends undici.Dispatcher {
   }
 
   /**
-   * Health took `endpoint` out (ejected, draining): what waits there unsent goes elsewhere, once
-   * the verdict is whole (the picker rebuilt). Nothing running there is touched: a verdict on an
-   * endpoint is no verdict on its connections, whose own PINGs and sockets tell when they are dead.
+   * Health took `endpoint` out (ejected, draining): the idempotent requests waiting there unsent go
+   * elsewhere, and when it went silent (`unreachable`), those sent and unanswered too, once the
+   * verdict is whole (the picker rebuilt). Nothing being answered there is touched, and no
+   * connection: a verdict on an endpoint is none on its connections, whose own PINGs and sockets
+   * tell when they are dead.
    */
-  #moveWaiting(endpoint: Endpoint): void {
+  #moveWaiting(endpoint: Endpoint, silent: boolean): void {
     queueMicrotask(() => {
-      if (!this.#closed && endpoint.state !== 'ready') this.#unsent.moveAll(endpoint);
+      if (!this.#closed && endpoint.state !== 'ready') this.#unanswered.moveAll(endpoint, silent);
     });
   }
 
@@ -379,8 +381,8 @@ export class Balancer extends undici.Dispatcher {
     for (const endpoint of removed) {
       this.#prober?.remove(endpoint);
       this.#health.forget(endpoint);
-      this.#unsent.moveAll(endpoint);
-      this.#unsent.forget(endpoint);
+      this.#unanswered.moveAll(endpoint, false);
+      this.#unanswered.forget(endpoint);
       void this.#pools.retire(endpoint);
     }
     for (const endpoint of added) this.#prober?.add(endpoint);

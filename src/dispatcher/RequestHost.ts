@@ -34,7 +34,7 @@ export interface RequestHost {
   readonly bodyTimers: BodyTimers;
   /** Hedged requests (short GET/HEAD), unless turned off. */
   readonly hedging: Hedging | undefined;
-  /** Idempotent attempts not yet written, by endpoint: moved when health takes theirs out. */
+  /** Idempotent attempts not yet answered, by endpoint: moved when health takes theirs out. */
   readonly waiting?: WaitingAttempts<Attempt>;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;

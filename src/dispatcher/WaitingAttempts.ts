@@ -7,16 +7,21 @@ export interface WaitingAttempt {
 
 /** The request an attempt belongs to, which may send it elsewhere. */
 export interface AttemptMover<A extends WaitingAttempt> {
-  /** Moves `attempt` to another endpoint if the request may and one takes it; false when it stays. */
-  moveWaiting(attempt: A): boolean;
+  /**
+   * Moves `attempt` to another endpoint if the request may and one takes it; false when it stays.
+   * `sent`: also when it was written already (and has heard nothing).
+   */
+  moveWaiting(attempt: A, sent: boolean): boolean;
 }
 
 /**
- * The attempts of idempotent requests handed to an endpoint's pool and not yet written to a
- * connection (queued for one, or for a free stream). When health takes the endpoint out, those go
- * elsewhere now; what already runs there finishes, as in a drain. A verdict about an endpoint
- * stops new picks and never destroys a connection: only a connection's own liveness (its PINGs,
- * its socket) does that.
+ * The attempts of idempotent requests handed to an endpoint's pool that have no response yet. When
+ * health takes the endpoint out, those not yet written to a connection (queued for one, or for a
+ * free stream) go elsewhere now; when the verdict is silence (nothing at all came from there for a
+ * while), so do those written and unanswered, which are not making progress either (their
+ * streams alone are aborted). What is being answered finishes, as in a drain. A verdict about an
+ * endpoint stops new picks and never destroys a connection: only a connection's own liveness (its
+ * PINGs, its socket) does that.
  */
 export class WaitingAttempts<A extends WaitingAttempt> {
   readonly #byEndpoint = new Map<Endpoint, Map<A, AttemptMover<A>>>();
@@ -27,18 +32,21 @@ export class WaitingAttempts<A extends WaitingAttempt> {
     waiting.set(attempt, mover);
   }
 
-  /** It was written to a connection, or ended. */
+  /** Its response began, or it ended. */
   delete(attempt: A): void {
     this.#byEndpoint.get(attempt.endpoint)?.delete(attempt);
   }
 
-  /** The endpoint was taken out: every attempt still waiting there is offered a move. Returns how many moved. */
-  moveAll(endpoint: Endpoint): number {
+  /**
+   * The endpoint was taken out: every attempt still waiting there is offered a move (`sent`: those
+   * already written too). Returns how many moved.
+   */
+  moveAll(endpoint: Endpoint, sent: boolean): number {
     const waiting = this.#byEndpoint.get(endpoint);
     if (!waiting || waiting.size === 0) return 0;
     let moved = 0;
     // A copy: a move ends the attempt (which leaves the map) and may add its successor to another endpoint's.
-    for (const [attempt, mover] of [...waiting]) if (mover.moveWaiting(attempt)) moved++;
+    for (const [attempt, mover] of [...waiting]) if (mover.moveWaiting(attempt, sent)) moved++;
     return moved;
   }
 
