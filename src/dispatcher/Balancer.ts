@@ -23,7 +23,6 @@ import { describeTarget } from '../resolver/describeTarget.ts';
 import { limitEndpoints } from '../resolver/limitEndpoints.ts';
 import { createResolver } from '../resolver/parseTarget.ts';
 import type { EndpointAddress, Resolver } from '../resolver/Resolver.ts';
-import type { Attempt } from './Attempt.ts';
 import { AttemptAccounts } from './AttemptAccounts.ts';
 import { BalancedRequest } from './BalancedRequest.ts';
 import { BodyTimers } from './BodyTimer.ts';
@@ -65,7 +64,7 @@ export class Balancer extends undici.Dispatcher {
   readonly #hedging: Hedging | undefined;
   readonly #bodyTimers: BodyTimers;
   /** Idempotent attempts handed to a pool and not yet answered: moved when health takes their endpoint out. */
-  readonly #unanswered = new WaitingAttempts<Attempt>();
+  readonly #unanswered = new WaitingAttempts();
   /** The origin probes are sent for: the balanced one, never a request's guess. */
   readonly #probeOrigin: URL;
   /** Our own event-loop lag: a timeout during our stall says nothing about the apiserver. */

@@ -6,7 +6,6 @@ import type { AttemptOutcome, RetryReason } from '../health/outcome.ts';
 import type { Route } from '../net/tls.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
 import type { Totals } from '../observability/stats.ts';
-import type { Attempt } from './Attempt.ts';
 import type { BodyTimers } from './BodyTimer.ts';
 import type { Hedging } from './Hedge.ts';
 import type { RetryBudget } from './RetryBudget.ts';
@@ -35,7 +34,7 @@ export interface RequestHost {
   /** Hedged requests (short GET/HEAD), unless turned off. */
   readonly hedging: Hedging | undefined;
   /** Idempotent attempts not yet answered, by endpoint: moved when health takes theirs out. */
-  readonly waiting?: WaitingAttempts<Attempt>;
+  readonly waiting?: WaitingAttempts;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */

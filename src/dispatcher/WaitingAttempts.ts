@@ -6,12 +6,12 @@ export interface WaitingAttempt {
 }
 
 /** The request an attempt belongs to, which may send it elsewhere. */
-export interface AttemptMover<A extends WaitingAttempt> {
+export interface AttemptMover {
   /**
    * Moves `attempt` to another endpoint if the request may and one takes it; false when it stays.
    * `sent`: also when it was written already (and has heard nothing).
    */
-  moveWaiting(attempt: A, sent: boolean): boolean;
+  moveWaiting(attempt: WaitingAttempt, sent: boolean): boolean;
 }
 
 /**
@@ -23,17 +23,17 @@ export interface AttemptMover<A extends WaitingAttempt> {
  * endpoint stops new picks and never destroys a connection: only a connection's own liveness (its
  * PINGs, its socket) does that.
  */
-export class WaitingAttempts<A extends WaitingAttempt> {
-  readonly #byEndpoint = new Map<Endpoint, Map<A, AttemptMover<A>>>();
+export class WaitingAttempts {
+  readonly #byEndpoint = new Map<Endpoint, Map<WaitingAttempt, AttemptMover>>();
 
-  add(attempt: A, mover: AttemptMover<A>): void {
+  add(attempt: WaitingAttempt, mover: AttemptMover): void {
     let waiting = this.#byEndpoint.get(attempt.endpoint);
-    if (!waiting) this.#byEndpoint.set(attempt.endpoint, (waiting = new Map<A, AttemptMover<A>>()));
+    if (!waiting) this.#byEndpoint.set(attempt.endpoint, (waiting = new Map<WaitingAttempt, AttemptMover>()));
     waiting.set(attempt, mover);
   }
 
   /** Its response began, or it ended. */
-  delete(attempt: A): void {
+  delete(attempt: WaitingAttempt): void {
     this.#byEndpoint.get(attempt.endpoint)?.delete(attempt);
   }
 
