@@ -262,23 +262,16 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     super.abort(reason);
   }
 
-  /**
-   * Health took `attempt`'s endpoint out while the attempt had no response there (see
-   * `WaitingAttempts`): it goes to another endpoint now. Unsent (queued for a connection or a
-   * stream), it spends neither an attempt nor retry budget; written (`sent`: the endpoint went
-   * silent), it is retried as after a reset, its stream alone aborted. False when it stays: not the
-   * latest attempt, a hedge races it, or no other endpoint (or budget) takes it.
-   */
+  /** Its endpoint was taken out before it answered (`WaitingAttempts`): unsent, it moves for free; written (`sent`: silence), as a retry. */
   moveWaiting(attempt: Attempt, sent: boolean): boolean {
-    if (attempt !== this.#attempt || attempt.answered || this.#rival || this.#next || this.#committed || this.finished || this.aborted) return false;
+    if (attempt !== this.#attempt || attempt.answered || this.#rival || this.#committed || this.finished || this.aborted) return false;
     const written = attempt.started;
     if (written && (!sent || !this.#replayable || this.#attempts >= this.host.maxAttempts)) return false;
     const tried = (this.#tried ??= new Set());
     tried.add(attempt.endpoint);
     const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
     if (!endpoint || (written && !this.host.budget.tryAcquire())) return false;
-    // Ends it with no verdict; unsent, should undici still start it, it is aborted before a byte is written.
-    attempt.supersede();
+    attempt.supersede(); // no verdict; unsent, it is aborted before a byte is written
     if (!written) this.#attempts--;
     this.host.retrying(attempt.endpoint, endpoint, 'moved', this.#attempts + 1, this);
     this.#send(endpoint, written);
