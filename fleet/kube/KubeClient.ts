@@ -96,7 +96,6 @@ export class KubeClient implements Transport {
         },
         drain: (endpoint) => this.onDrain?.(endpoint.address),
         restore: () => this.#rebalancer.nudge(),
-        unreachable: (endpoint) => void this.#connections.delete(endpoint),
       },
       () => this.#set.list(),
       random,

@@ -70,8 +70,13 @@ export class Endpoint {
   state: EndpointState = 'ready';
   inFlight = 0;
   streams = 0;
-  /** Clock time (ms) a request last succeeded here (not a probe): fresh passive health lets a probe be skipped. */
-  lastSuccessAt = -Infinity;
+  /**
+   * The endpoint's one progress clock: clock time (ms) it last sent anything, response headers, a
+   * piece of a body (watch events included), a probe's answer. Every silence test reads it (hedging,
+   * probe timeouts, the stall watch, the probe skip): an endpoint delivering bytes is not silent,
+   * whichever request they belong to.
+   */
+  lastAnswerAt = -Infinity;
   readonly key: string;
   readonly address: string;
   readonly port: number;
@@ -108,8 +113,6 @@ export class Endpoint {
    * for a mere 5xx or 429): panic mode, which distrusts health, still does not send traffic there.
    */
   unreachable = false;
-  /** Clock time (ms) it last answered anything; a timeout right after an answer is no black hole. */
-  lastAnswerAt = -Infinity;
   requests = 0;
   failures = 0;
   /** Attempt outcomes, indexed by `OUTCOME_ERROR`, status class (1–5), `OUTCOME_ABORTED`: one typed-array increment per attempt. */

@@ -153,8 +153,8 @@ export class Attempt extends BodyTimer implements Handler {
     const request = this.#request;
     if (request.finished || this.#moved) return;
     if (statusCode >= 200) {
-      // One clock read for the hedge's sample and the body timer's start: the same moment.
-      const now = request.bodyTimeout > 0 || request.host.hedging ? request.host.clock.now() : 0;
+      // One clock read for the endpoint's progress clock, the hedge's sample and the body timer's start: the same moment.
+      const now = (this.endpoint.lastAnswerAt = request.host.clock.now());
       const won = request.responded(this, now, statusCode);
       this.#statusCode = statusCode;
       this.#headers = headers;
@@ -180,7 +180,8 @@ export class Attempt extends BodyTimer implements Handler {
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
-    this.touch();
+    // Every piece of every body (a watch's events too) moves the endpoint's progress clock.
+    this.touch((this.endpoint.lastAnswerAt = this.#request.host.clock.now()));
     // Kept to read what a rejection says (a shutdown, a lagging watch cache), whether or not it is retried.
     if (this.#statusCode >= 429) this.#body = keepRejectionBody(this.#body, this.#statusCode, chunk);
     if (this.#moved) return;

@@ -176,6 +176,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
    */
   responded(attempt: Attempt, now: number, statusCode: number): boolean {
     attempt.answered = true;
+    this.host.waiting?.delete(attempt);
     const hedging = this.host.hedging;
     if (!hedging || this.longRunning) return true;
     hedging.cancel(this);
@@ -213,6 +214,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.#attempts++;
     const attempt = new Attempt(this, endpoint, retry);
     this.#attempt = attempt;
+    if (this.#idempotent) this.host.waiting?.add(attempt, this);
     // One clock read, only for a request whose time is measured (its latency, or a hedge's delay).
     if (this.timed || this.host.hedging) attempt.sentAt = this.host.clock.now();
     this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts, attempt.sentAt);
@@ -258,6 +260,23 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   override abort(reason: Error): void {
     this.copy?.cancel();
     super.abort(reason);
+  }
+
+  /** Its endpoint was taken out before it answered (`WaitingAttempts`): unsent, it moves for free; written (`sent`: silence), as a retry. */
+  moveWaiting(attempt: Attempt, sent: boolean): boolean {
+    if (attempt !== this.#attempt || attempt.answered || this.#rival || this.#committed || this.finished || this.aborted) return false;
+    const written = attempt.started;
+    if (written && (!sent || !this.#replayable || this.#attempts >= this.host.maxAttempts)) return false;
+    const tried = (this.#tried ??= new Set());
+    tried.add(attempt.endpoint);
+    const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
+    if (!endpoint || (written && !this.host.budget.tryAcquire())) return false;
+    attempt.supersede(); // no verdict; unsent, it is aborted before a byte is written
+    if (!written) this.#attempts--;
+    this.host.retrying(attempt.endpoint, endpoint, 'moved', this.#attempts + 1, this);
+    this.#send(endpoint, written);
+    this.#mayHedgeLater();
+    return true;
   }
 
   abortedBetweenAttempts(reason: Error): void {
@@ -338,6 +357,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   attemptSettled(attempt: Attempt): void {
+    this.host.waiting?.delete(attempt);
     if (this.#watching === attempt) this.host.watchClosed?.(attempt.endpoint, this);
   }
 

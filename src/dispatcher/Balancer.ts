@@ -32,6 +32,7 @@ import { registerInternals, type BalancerInternals } from './internals.ts';
 import type { RequestHost } from './RequestHost.ts';
 import { Origins, type KnownOrigin } from './Origins.ts';
 import { RetryBudget } from './RetryBudget.ts';
+import { WaitingAttempts } from './WaitingAttempts.ts';
 import { WatchRebalancer } from './WatchRebalancer.ts';
 import { reportError, withoutDispatcher, wrapLegacyHandler, type DispatchHandler, type DispatchOptions } from './handlers.ts';
 
@@ -62,6 +63,8 @@ export class Balancer extends undici.Dispatcher {
   readonly #rebalancer: WatchRebalancer | undefined;
   readonly #hedging: Hedging | undefined;
   readonly #bodyTimers: BodyTimers;
+  /** Idempotent attempts handed to a pool and not yet answered: moved when health takes their endpoint out. */
+  readonly #unanswered = new WaitingAttempts();
   /** The origin probes are sent for: the balanced one, never a request's guess. */
   readonly #probeOrigin: URL;
   /** Our own event-loop lag: a timeout during our stall says nothing about the apiserver. */
@@ -100,15 +103,16 @@ export class Balancer extends undici.Dispatcher {
           this.#totals.ejections[reason]++;
           if (ejectChannel.hasSubscribers) ejectChannel.publish({ balancer: this, endpoint: endpoint.info(), reason, durationMs: ms });
           this.#emit('eject', endpoint.info(), reason, ms);
+          this.#moveWaiting(endpoint, reason === 'unreachable');
         },
-        drain: (endpoint, reason) => this.#emit('drain', endpoint.info(), reason),
+        drain: (endpoint, reason) => {
+          this.#emit('drain', endpoint.info(), reason);
+          this.#moveWaiting(endpoint, false);
+        },
         restore: (endpoint, via) => {
           this.#emit('restore', endpoint.info(), via);
           this.#rebalancer?.nudge();
         },
-        // A black hole: requests waiting there, on the silent connection or queued for a new one,
-        // would only time out. Fail them now, so those that may go elsewhere do.
-        unreachable: (endpoint) => void this.#pools.reset(endpoint),
       },
       () => this.#set.list(),
     );
@@ -279,6 +283,7 @@ export class Balancer extends undici.Dispatcher {
       clock: options.clock,
       bodyTimers: this.#bodyTimers,
       hedging: this.#hedging,
+      waiting: this.#unanswered,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;
         if (probationOk) {
@@ -345,6 +350,19 @@ export class Balancer extends undici.Dispatcher {
     });
   }
 
+  /**
+   * Health took `endpoint` out (ejected, draining): the idempotent requests waiting there unsent go
+   * elsewhere, and when it went silent (`unreachable`), those sent and unanswered too, once the
+   * verdict is whole (the picker rebuilt). Nothing being answered there is touched, and no
+   * connection: a verdict on an endpoint is none on its connections, whose own PINGs and sockets
+   * tell when they are dead.
+   */
+  #moveWaiting(endpoint: Endpoint, silent: boolean): void {
+    queueMicrotask(() => {
+      if (!this.#closed && endpoint.state !== 'ready') this.#unanswered.moveAll(endpoint, silent);
+    });
+  }
+
   #passthroughDispatch(opts: DispatchOptions, handler: DispatchHandler, legacy: boolean): boolean {
     this.#passthrough ??= new this.#undici.Agent();
     return this.#passthrough.dispatch(legacy ? { ...opts, allowH2: false } : opts, handler);
@@ -362,6 +380,8 @@ export class Balancer extends undici.Dispatcher {
     for (const endpoint of removed) {
       this.#prober?.remove(endpoint);
       this.#health.forget(endpoint);
+      this.#unanswered.moveAll(endpoint, false);
+      this.#unanswered.forget(endpoint);
       void this.#pools.retire(endpoint);
     }
     for (const endpoint of added) this.#prober?.add(endpoint);

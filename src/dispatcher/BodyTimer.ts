@@ -135,9 +135,9 @@ export abstract class BodyTimer {
   /** Silent too long: the response fails with this error. */
   abstract abort(reason: Error): void;
 
-  /** Body data arrived (or the caller resumed reading). */
-  touch(): void {
-    if (this.linked) this.last = this.timers!.clock.now();
+  /** Body data arrived (or the caller resumed reading), at clock time `now` if the caller read it already. */
+  touch(now?: number): void {
+    if (this.linked) this.last = now ?? this.timers!.clock.now();
   }
 
   stop(): void {

@@ -89,11 +89,6 @@ export class EndpointPools {
     return this.#drop(endpoint, (pool) => pool.close());
   }
 
-  /** Destroys an endpoint's connections now (requests on them fail); later requests open new ones. */
-  reset(endpoint: Endpoint): Promise<void> {
-    return this.#drop(endpoint, (pool) => pool.destroy());
-  }
-
   async close(): Promise<void> {
     await Promise.all([...this.#current().map((pool) => pool.close()), ...this.#stale.values()]);
   }

@@ -124,7 +124,7 @@ class ExploreCopy extends BodyTimer implements Handler, Reader {
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
-    this.touch();
+    this.touch((this.#endpoint.lastAnswerAt = this.#host.clock.now()));
     this.#body = keepRejectionBody(this.#body, this.#statusCode, chunk);
   }
 

@@ -9,6 +9,7 @@ import type { Totals } from '../observability/stats.ts';
 import type { BodyTimers } from './BodyTimer.ts';
 import type { Hedging } from './Hedge.ts';
 import type { RetryBudget } from './RetryBudget.ts';
+import type { WaitingAttempts } from './WaitingAttempts.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;
@@ -32,6 +33,8 @@ export interface RequestHost {
   readonly bodyTimers: BodyTimers;
   /** Hedged requests (short GET/HEAD), unless turned off. */
   readonly hedging: Hedging | undefined;
+  /** Idempotent attempts not yet answered, by endpoint: moved when health takes theirs out. */
+  readonly waiting?: WaitingAttempts;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */

@@ -7,7 +7,10 @@ export interface HealthSettings {
   /** First ejection length; doubles with each ejection in a row. */
   baseEjectionMs: number;
   maxEjectionMs: number;
-  /** Status-based (5xx) ejections never take out more than this share of the endpoints. */
+  /**
+   * Ejections on inferred evidence (silence, probe timeouts, runs of 5xx) never take out more than
+   * this share of the endpoints, nor the last one taking requests.
+   */
   maxEjectionPercent: number;
   /** Active probes run: a draining endpoint then comes back only through passing probes. */
   probes: boolean;
@@ -19,8 +22,6 @@ export interface HealthListener {
   eject(endpoint: Endpoint, reason: EjectReason, durationMs: number): void;
   drain(endpoint: Endpoint, reason: 'probe' | 'shutdown'): void;
   restore(endpoint: Endpoint, via: 'probation' | 'probe' | 'retry-after'): void;
-  /** The endpoint went silent on open connections, ejected before or not: what waits there would only time out. */
-  unreachable(endpoint: Endpoint): void;
 }
 
 /**
@@ -81,12 +82,16 @@ export class HealthTracker {
     this.#random = random;
   }
 
-  /** A connection could not be made, TLS failed, or a connection went silent: the endpoint is down. */
+  /**
+   * A connection could not be made or TLS failed (proven by the transport), or the endpoint went
+   * silent (`unreachable`: a probe or connect timeout, an unanswered PING; inferred, so capped).
+   */
   connectFailure(endpoint: Endpoint, reason: 'connect' | 'tls' | 'unreachable'): void {
     if (endpoint.removed) return;
     const h = this.#of(endpoint);
-    if (endpoint.state !== 'ejected' || h.reason === 'throttled') this.#eject(endpoint, h, reason);
-    if (reason === 'unreachable') this.#listener.unreachable(endpoint);
+    if (endpoint.state === 'ejected' && h.reason !== 'throttled') return;
+    if (reason === 'unreachable' && !this.#mayEjectInferred(endpoint)) return;
+    this.#eject(endpoint, h, reason);
   }
 
   /**
@@ -96,7 +101,7 @@ export class HealthTracker {
    */
   silent(endpoint: Endpoint): void {
     if (endpoint.removed || (endpoint.state !== 'ready' && endpoint.state !== 'probing')) return;
-    this.#eject(endpoint, this.#of(endpoint), 'unreachable');
+    if (this.#mayEjectInferred(endpoint)) this.#eject(endpoint, this.#of(endpoint), 'unreachable');
   }
 
   /** A 5xx, a broken connection or a request timeout. */
@@ -108,7 +113,7 @@ export class HealthTracker {
       this.#eject(endpoint, h, 'failures');
       return;
     }
-    if (endpoint.state === 'ready' && h.consecutiveFailures >= this.#settings.consecutive5xx && this.#mayEjectForStatus()) {
+    if (endpoint.state === 'ready' && h.consecutiveFailures >= this.#settings.consecutive5xx && this.#mayEjectInferred(endpoint)) {
       this.#eject(endpoint, h, 'failures');
     }
   }
@@ -116,7 +121,6 @@ export class HealthTracker {
   /** Any answer that is not a server failure (at clock time `now`, read here if not given): the endpoint works. */
   success(endpoint: Endpoint, now = this.#clock.now()): void {
     if (endpoint.removed) return;
-    endpoint.lastSuccessAt = now;
     const h = this.#health.get(endpoint);
     if (h) {
       h.consecutiveFailures = 0;
@@ -240,11 +244,25 @@ export class HealthTracker {
     return h;
   }
 
-  #mayEjectForStatus(): boolean {
+  /**
+   * Whether inferred evidence (silence, a probe timeout, a run of 5xx) may take `endpoint` out: only
+   * within `maxEjectionPercent` of the endpoints out on such evidence, and never the last one
+   * taking requests. When all look bad together the likely fault is the probe, the path or this
+   * client (Envoy's panic threshold reasons the same way); proven (refused, TLS) and stated
+   * (shutdown, 429, a failing /readyz) verdicts need no cap. An endpoint already out on trial
+   * (`probing`) goes back out whatever the count.
+   */
+  #mayEjectInferred(endpoint: Endpoint): boolean {
+    if (endpoint.state !== 'ready') return true;
     const all = this.#endpoints();
-    let ejected = 0;
-    for (const e of all) if (e.state === 'ejected' && this.#health.get(e)?.reason === 'failures') ejected++;
-    return ((ejected + 1) * 100) / all.length <= this.#settings.maxEjectionPercent;
+    let inferred = 0;
+    let others = 0;
+    for (const e of all) {
+      if (e === endpoint || e.removed) continue;
+      if (e.state === 'ready') others++;
+      else if ((e.state === 'ejected' || e.state === 'probing') && isInferred(this.#health.get(e)?.reason)) inferred++;
+    }
+    return others > 0 && ((inferred + 1) * 100) / all.length <= this.#settings.maxEjectionPercent;
   }
 
   #eject(endpoint: Endpoint, h: Health, reason: EjectReason, atLeastMs = 0): void {
@@ -309,4 +327,9 @@ export class HealthTracker {
     if (h.timer !== undefined) this.#clock.clearTimeout(h.timer);
     h.timer = undefined;
   }
+}
+
+/** Ejections read from silence or from a run of failures, not proven by the transport or stated by the server. */
+function isInferred(reason: EjectReason | undefined): boolean {
+  return reason === 'unreachable' || reason === 'failures';
 }

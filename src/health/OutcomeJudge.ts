@@ -101,7 +101,7 @@ export class OutcomeJudge {
    * `deadlineMs` (its timers fired late and replies sat unread).
    */
   conclusiveTimeout(endpoint: Endpoint, windowMs: number, deadlineMs: number): boolean {
-    const answered = endpoint.lastAnswerAt >= this.#clock.now() - windowMs;
+    const answered = endpoint.lastAnswerAt > this.#clock.now() - windowMs;
     return !answered && this.#lag.maxSince(performance.now() - windowMs) < deadlineMs / 4;
   }
 

@@ -16,8 +16,8 @@ export interface ProbeSettings {
 export type SendProbe = (endpoint: Endpoint, settings: ProbeSettings) => Promise<ProbeResult | undefined>;
 
 /**
- * A ready endpoint that answered a request successfully within the last interval skips its probe
- * (passive health is fresh), but at most this many times in a row: `/readyz` is the one early sign
+ * A ready endpoint that sent anything within the last interval (its progress clock,
+ * `Endpoint.lastAnswerAt`) skips its probe (passive health is fresh), but at most this many times in a row: `/readyz` is the one early sign
  * of a shutdown — it fails for the whole `--shutdown-delay-duration` while requests still succeed —
  * so even a busy endpoint's is read every few intervals (10 s at the default 2 s, the interval of
  * OpenShift's load-balancer health check).
@@ -26,12 +26,12 @@ const MAX_SKIPS = 4;
 
 /**
  * Fresh passive health also needs the endpoint to keep answering what it has in flight: with
- * requests outstanding and no success for this part of the probe timeout, the endpoint may have
+ * requests outstanding and nothing heard for this part of the probe timeout, the endpoint may have
  * just turned into a black hole (connections open, nothing back), and only the probe would tell
  * before the requests' own timeouts. A busy healthy endpoint answers far more often than that.
- * Long-running requests (watches) do not count: they are outstanding for minutes by design and
- * answer nothing a success is counted from, so with them every endpoint of an informer's client
- * looked quiet and was never skipped (`npm run fleet`: a fifth fewer probes without them).
+ * Long-running requests (watches) do not count as outstanding: they are open for minutes by design
+ * (their events move the progress clock when they come), so with them every endpoint of an
+ * informer's client looked quiet and was never skipped (`npm run fleet`: a fifth fewer probes without them).
  */
 const QUIET_PART_OF_TIMEOUT = 0.25;
 
@@ -39,6 +39,8 @@ const QUIET_PART_OF_TIMEOUT = 0.25;
 interface Slot {
   readonly endpoint: Endpoint;
   skipped: number;
+  /** Clock time its last probe ended: its own answer moved the progress clock, and is no reason to skip the next. */
+  probedAt: number;
   probing: boolean;
   removed: boolean;
 }
@@ -77,7 +79,7 @@ export class Prober {
   /** Starts probing an endpoint: at the next tick, the first of which comes within one interval, spread at random. */
   add(endpoint: Endpoint): void {
     if (this.#closed || this.#slotOf(endpoint)) return;
-    this.#slots.push({ endpoint, skipped: 0, probing: false, removed: false });
+    this.#slots.push({ endpoint, skipped: 0, probedAt: -Infinity, probing: false, removed: false });
     if (this.#timer === undefined) this.#timer = this.#clock.setTimeout(this.#tick, this.#settings.intervalMs * this.#random());
   }
 
@@ -121,14 +123,15 @@ export class Prober {
       const slot = slots[i]!;
       if (slot.probing) continue;
       const endpoint = slot.endpoint;
-      const sinceSuccess = now - endpoint.lastSuccessAt;
+      const sinceAnswer = now - endpoint.lastAnswerAt;
       // An endpoint back for less than an interval is probed however fresh: a probation request
       // proves it answers, not that /readyz passes (a restarted apiserver serves before it is ready).
       const fresh =
         endpoint.state === 'ready' &&
-        sinceSuccess < intervalMs &&
+        sinceAnswer < intervalMs &&
+        endpoint.lastAnswerAt > slot.probedAt &&
         now - endpoint.readySince >= intervalMs &&
-        (endpoint.inFlight === endpoint.streams || sinceSuccess < QUIET_PART_OF_TIMEOUT * timeoutMs);
+        (endpoint.inFlight === endpoint.streams || sinceAnswer < QUIET_PART_OF_TIMEOUT * timeoutMs);
       if (fresh && slot.skipped < MAX_SKIPS) {
         slot.skipped++;
         continue;
@@ -149,6 +152,7 @@ export class Prober {
       result = 'fail';
     }
     slot.probing = false;
+    slot.probedAt = this.#clock.now();
     // The endpoint may have been removed, or the balancer closed, while the probe ran.
     if (this.#closed || slot.removed) return;
     if (result !== undefined) this.#onResult(endpoint, result);

@@ -101,10 +101,16 @@ export class StallWatch {
       const estimate = endpoint.latency;
       if (estimate.inFlight === 0) continue;
       inFlight += estimate.inFlight;
-      if (endpoint.state !== 'ready' || endpoint.removed) continue;
-      const silent = estimate.silentFor(now);
+      // A probation request (`probing`) that stalls is looked at too: a verdict no longer resets the
+      // connections, so the one it went out on may be the same silent one.
+      if ((endpoint.state !== 'ready' && endpoint.state !== 'probing') || endpoint.removed) continue;
+      // Silent: its timed requests stalled and nothing else came from it meanwhile (the progress
+      // clock: a watch's events, a LIST's body, any answer), so one busy with other work is not suspected.
+      const silent = Math.min(estimate.silentFor(now), now - endpoint.lastAnswerAt);
       const value = estimate.value;
-      const stall = value === value ? stallMs(value) : UNKNOWN_STALL_MS;
+      // A probation request gets a first request's time, not the estimate, which the requests stuck
+      // there before its ejection inflated (their waits end it as censored samples).
+      const stall = value === value && endpoint.state === 'ready' ? stallMs(value) : UNKNOWN_STALL_MS;
       if (silent <= stall) {
         if (stall - silent < next) next = stall - silent;
         continue;

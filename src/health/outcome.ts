@@ -24,8 +24,11 @@ export type AttemptOutcome =
   | { type: 'error'; kind: FailureKind; error: Error }
   | { type: 'aborted' };
 
-/** Why a request was tried again on another endpoint (a failure kind, or the status that allowed it). */
-export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | 'shutdown' | '5xx' | 'hedge';
+/**
+ * Why a request was tried again on another endpoint (a failure kind, or the status that allowed
+ * it); `moved`: health took its endpoint out while it waited there, unsent.
+ */
+export type RetryReason = 'connect' | 'tls' | 'refused' | 'reset' | 'unresponsive' | 'timeout' | 'throttled' | 'shutdown' | '5xx' | 'hedge' | 'moved';
 
 /** An answer the apiserver computed: its time measures how loaded the apiserver is (a 429 or 5xx does not). */
 export function measuresServing(outcome: AttemptOutcome): boolean {

@@ -56,7 +56,7 @@ export class ProbeSender {
     }
     if (endpoint.removed || this.#closed()) return undefined;
     const { origin, sni, pool } = target();
-    const exchange = new ProbeExchange(this.#clock, settings.timeoutMs);
+    const exchange = new ProbeExchange(this.#clock, settings.timeoutMs, endpoint);
     try {
       pool.dispatch(
         {
@@ -75,7 +75,6 @@ export class ProbeSender {
     }
     try {
       const statusCode = await exchange.answer;
-      endpoint.lastAnswerAt = this.#clock.now();
       if (statusCode === 401 || statusCode === 403) {
         // The apiserver answers but will not say whether it is ready: count that as alive.
         if (!this.#warnedAuth) {
@@ -91,29 +90,44 @@ export class ProbeSender {
       const silentConnect = this.#judge.silentConnect(endpoint, kind, error as Error);
       if (silentConnect !== undefined) return silentConnect ? 'unreachable' : undefined;
       if (kind === 'connect' || kind === 'tls') return kind;
-      // Connected but no answer in time: a black hole, or not talking.
+      // Connected but no answer in time (or no end of one by the deadline): a black hole, or not
+      // talking. Inferred evidence: health caps what it may take out on it (see HealthTracker).
       return 'unreachable';
     }
   }
 }
 
 /**
- * Why a probe was aborted: no answer (or no piece of its body) for `probe.timeoutMs`.
+ * The whole exchange, headers and body, ends within this many probe timeouts of being written,
+ * like a kubelet probe's `timeoutSeconds`: a `/readyz` body that keeps coming (one byte a second)
+ * never let a probe end, and the endpoint was never probed again.
+ */
+const DEADLINE_TIMEOUTS = 2;
+/**
+ * A probe reads at most this much body; the status already said everything (kubelet reads 10 KiB
+ * of a probe's body). More ends the probe with the status it had.
+ */
+export const MAX_PROBE_BODY = 64 * 1024;
+
+/**
+ * Why a probe was aborted: no answer (or no piece of its body) for `probe.timeoutMs`, no end by
+ * its deadline, or a body over `MAX_PROBE_BODY`.
  * Informational (undici's `UND_ERR_INFO`), like a superseded attempt's reason: undici's client
  * fails every request queued on it with an abort's reason when it counts none running (`onError`
  * in dispatcher/client.js), and no request is to fail for a probe. It counts none running while a
  * probe that a GOAWAY refused waits, queued again, for the new connection: the requests queued
  * behind it failed with this (seen in the demo's restarts: a create).
  */
-class ProbeTimeoutError extends Error {
-  override readonly name = 'ProbeTimeoutError';
+class ProbeAbortError extends Error {
+  override readonly name = 'ProbeAbortError';
   readonly code = 'UND_ERR_INFO';
 }
 
 /**
  * One probe's exchange with its pool, and the probe's own deadline: `timeoutMs` from the moment
  * the request is written to a connection until its headers, and then between two pieces of its
- * body (what undici's `headersTimeout` and `bodyTimeout` measured).
+ * body (what undici's `headersTimeout` and `bodyTimeout` measured), and `DEADLINE_TIMEOUTS` ×
+ * `timeoutMs` for all of it. Whatever it hears moves the endpoint's progress clock.
  *
  * Why not undici's timeouts: when one of them fires on an HTTP/2 stream, undici 8 PINGs the whole
  * session and resets it unless the ack comes within max(timeout, 1 s) (`probeHttp2Session` in
@@ -135,17 +149,22 @@ class ProbeExchange implements Dispatcher.DispatchHandler {
   timedOut = false;
   readonly #clock: Clock;
   readonly #timeoutMs: number;
+  readonly #endpoint: Endpoint;
   #resolve!: (statusCode: number) => void;
   #reject!: (error: Error) => void;
   #controller: Dispatcher.DispatchController | undefined;
   readonly #timer: PatientTimer;
   /** When the last sign of life came (clock ms). */
   #heardAt = 0;
+  /** When it was written (clock ms): the whole exchange ends by `DEADLINE_TIMEOUTS` timeouts after. */
+  #writtenAt = 0;
   #statusCode = 0;
+  #bodyBytes = 0;
 
-  constructor(clock: Clock, timeoutMs: number) {
+  constructor(clock: Clock, timeoutMs: number, endpoint: Endpoint) {
     this.#clock = clock;
     this.#timeoutMs = timeoutMs;
+    this.#endpoint = endpoint;
     // Late by a quarter of the timeout or more, the deadline waits for what our own stall left
     // unread (a timeout so late would prove nothing anyway).
     this.#timer = new PatientTimer(clock, (now) => this.#onTimer(now), () => timeoutMs / 4);
@@ -158,17 +177,23 @@ class ProbeExchange implements Dispatcher.DispatchHandler {
   /** Again, with a new controller, when undici sends it anew (refused by a GOAWAY, on a new connection): its time starts afresh. */
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
-    this.#heardAt = this.#clock.now();
+    this.#heardAt = this.#writtenAt = this.#clock.now();
+    this.#bodyBytes = 0;
     this.#timer.arm(this.#timeoutMs, this.#heardAt);
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
-    this.#heardAt = this.#clock.now();
+    this.#heardAt = this.#endpoint.lastAnswerAt = this.#clock.now();
     if (statusCode >= 200) this.#statusCode = statusCode;
   }
 
-  onResponseData(): void {
-    this.#heardAt = this.#clock.now();
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#heardAt = this.#endpoint.lastAnswerAt = this.#clock.now();
+    if ((this.#bodyBytes += chunk.length) <= MAX_PROBE_BODY || this.#statusCode === 0) return;
+    // Enough read: the status decides, the rest is dropped with the stream.
+    this.#timer.clear();
+    this.#resolve(this.#statusCode);
+    this.#controller?.abort(new ProbeAbortError(`probe: body over ${MAX_PROBE_BODY} bytes`));
   }
 
   onResponseEnd(): void {
@@ -184,8 +209,10 @@ class ProbeExchange implements Dispatcher.DispatchHandler {
   /** One timer a probe: what was heard meanwhile moves the deadline instead of re-arming at every piece. */
   #onTimer(now: number): void {
     const quiet = now - this.#heardAt;
-    if (quiet < this.#timeoutMs) return this.#timer.arm(this.#timeoutMs - quiet, now);
+    const left = this.#writtenAt + DEADLINE_TIMEOUTS * this.#timeoutMs - now;
+    if (quiet < this.#timeoutMs && left > 0) return this.#timer.arm(Math.min(this.#timeoutMs - quiet, left), now);
     this.timedOut = true;
-    this.#controller?.abort(new ProbeTimeoutError(`probe: no answer for ${this.#timeoutMs} ms`));
+    const why = quiet >= this.#timeoutMs ? `no answer for ${this.#timeoutMs} ms` : `no end within ${DEADLINE_TIMEOUTS * this.#timeoutMs} ms`;
+    this.#controller?.abort(new ProbeAbortError(`probe: ${why}`));
   }
 }

@@ -53,7 +53,7 @@ export interface BalancerStats {
 
 // Every reason of the unions, so counting one never starts from undefined (NaN); `satisfies` makes a
 // reason added there a compile error here until it is added.
-const noRetries = { connect: 0, tls: 0, refused: 0, reset: 0, unresponsive: 0, timeout: 0, throttled: 0, shutdown: 0, '5xx': 0, hedge: 0 } satisfies Record<RetryReason, 0>;
+const noRetries = { connect: 0, tls: 0, refused: 0, reset: 0, unresponsive: 0, timeout: 0, throttled: 0, shutdown: 0, '5xx': 0, hedge: 0, moved: 0 } satisfies Record<RetryReason, 0>;
 const noEjections = { connect: 0, tls: 0, failures: 0, throttled: 0, unreachable: 0, probe: 0 } satisfies Record<EjectReason, 0>;
 
 /** A custom resolver could report any string as a query result; a metric label must stay a small set. */

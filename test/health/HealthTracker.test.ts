@@ -9,7 +9,6 @@ function setup(settings: Partial<HealthSettings> = {}, count = 3, random = () =>
   const clock = new FakeClock();
   const endpoints = Array.from({ length: count }, (_, i) => new Endpoint({ address: `10.0.0.${i + 1}`, port: 6443 }, clock.now()));
   const events: string[] = [];
-  const silent: string[] = [];
   let changes = 0;
   const health = new HealthTracker(
     { ...SETTINGS, ...settings },
@@ -19,12 +18,11 @@ function setup(settings: Partial<HealthSettings> = {}, count = 3, random = () =>
       eject: (e, reason, ms) => events.push(`eject ${e.address} ${reason} ${Math.round(ms)}`),
       drain: (e, reason) => events.push(`drain ${e.address} ${reason}`),
       restore: (e, via) => events.push(`restore ${e.address} ${via}`),
-      unreachable: (e) => silent.push(e.address),
     },
     () => endpoints,
     random,
   );
-  return { clock, endpoints, events, silent, health, changes: () => changes };
+  return { clock, endpoints, events, health, changes: () => changes };
 }
 
 test('a connection failure ejects at once; the ejection doubles per ejection in a row, capped', (t) => {
@@ -251,14 +249,38 @@ test('requests that end on a removed endpoint bring it back into neither health 
   t.is(health.takeProbation(), undefined);
 });
 
-test('every unreachable verdict, from a request or a probe, ejected before or not, is reported once', (t) => {
-  const { endpoints, events, silent, health } = setup();
+test('an endpoint ejected for a refused connection stays ejected by that verdict when it also goes silent', (t) => {
+  const { endpoints, events, health } = setup();
   const e = endpoints[0]!;
   health.connectFailure(e, 'connect');
   health.probeResult(e, 'unreachable');
   health.connectFailure(e, 'unreachable');
   t.deepEqual(events, ['eject 10.0.0.1 connect 1000']);
-  t.deepEqual(silent, ['10.0.0.1', '10.0.0.1']);
+});
+
+test('inferred verdicts (silence, probe timeouts, 5xx runs) share maxEjectionPercent and never take the last endpoint out', (t) => {
+  const { endpoints, health } = setup({ consecutive5xx: 1 }, 4);
+  const [a, b, c, d] = endpoints as [Endpoint, Endpoint, Endpoint, Endpoint];
+  health.probeResult(a, 'unreachable');
+  health.silent(b);
+  t.deepEqual([a.state, b.state], ['ejected', 'ejected'], 'two of four: 50 %');
+  health.serverError(c);
+  health.connectFailure(c, 'unreachable');
+  health.silent(c);
+  t.is(c.state, 'ready', 'a third would be 75 %');
+  // Proven and stated verdicts need no cap: they take out the rest.
+  health.connectFailure(c, 'connect');
+  health.shuttingDown(d, undefined);
+  t.deepEqual([c.state, d.state], ['ejected', 'draining']);
+  const all = setup({ maxEjectionPercent: 100 }, 2);
+  all.health.probeResult(all.endpoints[0]!, 'unreachable');
+  all.health.probeResult(all.endpoints[1]!, 'unreachable');
+  all.health.silent(all.endpoints[1]!);
+  t.deepEqual(
+    all.endpoints.map((e) => e.state),
+    ['ejected', 'ready'],
+    'even at 100 %, silence never ejects every endpoint: when all look silent the fault is likely the probe or this client',
+  );
 });
 
 test('a recovering share moves with each success; the picker is rebuilt at most every 100 ms, and once it is whole', (t) => {

@@ -22,7 +22,6 @@ function setup({ consecutive5xx = 3, probes = true } = {}) {
       eject: (e, reason, ms) => events.push(`eject ${reason} ${Math.round(ms)}`),
       drain: (_e, reason) => events.push(`drain ${reason}`),
       restore: (_e, via) => events.push(`restore ${via}`),
-      unreachable: () => events.push('unreachable'),
     },
     () => endpoints,
     () => 0.5,
@@ -77,7 +76,7 @@ test('an unanswered PING (unresponsive) with no stall of ours and no recent answ
   const { endpoint, events, calls, judge } = setup();
   judge.judge(endpoint, failure('unresponsive', undefined, 'connection unresponsive'));
   t.is(endpoint.state, 'ejected');
-  t.deepEqual(events, ['eject unreachable 1000', 'unreachable']);
+  t.deepEqual(events, ['eject unreachable 1000']);
   t.is(calls.refresh, 1);
 });
 
@@ -91,7 +90,7 @@ test('unresponsive while our own event loop stalled: only a server error, never 
   t.is(calls.refresh, 0);
   lag.ms = PING_INTERVAL / 4 - 1;
   judge.judge(endpoint, failure('unresponsive', undefined, 'connection unresponsive'));
-  t.deepEqual(events, ['eject unreachable 1000', 'unreachable']);
+  t.deepEqual(events, ['eject unreachable 1000']);
 });
 
 test('unresponsive when the endpoint answered within two PING intervals: only a server error', (t) => {
@@ -103,7 +102,7 @@ test('unresponsive when the endpoint answered within two PING intervals: only a 
   t.deepEqual(events, []);
   clock.advance(2);
   judge.judge(endpoint, failure('unresponsive', undefined, 'connection unresponsive'));
-  t.deepEqual(events, ['eject unreachable 1000', 'unreachable']);
+  t.deepEqual(events, ['eject unreachable 1000']);
 });
 
 test('a request timeout counts as a server error, whatever our lag', (t) => {
@@ -135,7 +134,7 @@ test('a connect timeout (silent connect) is unreachable when conclusive, no verd
   const silent = setup();
   silent.judge.judge(silent.endpoint, failure('connect', 'UND_ERR_CONNECT_TIMEOUT'));
   t.is(silent.endpoint.state, 'ejected');
-  t.deepEqual(silent.events, ['eject unreachable 1000', 'unreachable']);
+  t.deepEqual(silent.events, ['eject unreachable 1000']);
   t.is(silent.calls.refresh, 1);
 });
 

@@ -18,7 +18,7 @@ function setup() {
   const health = new HealthTracker(
     { consecutive5xx: 5, baseEjectionMs: 60_000, maxEjectionMs: 300_000, maxEjectionPercent: 100, probes: true },
     clock,
-    { changed: () => {}, eject: () => {}, drain: () => {}, restore: () => {}, unreachable: () => {} },
+    { changed: () => {}, eject: () => {}, drain: () => {}, restore: () => {} },
     () => [target],
     () => 0.5,
   );
@@ -28,6 +28,8 @@ function setup() {
     clock,
     (probed: Endpoint) => {
       probedAt.push(clock.now());
+      // As ProbeSender: the probe's answer moves the progress clock (and is no reason to skip the next probe).
+      probed.lastAnswerAt = clock.now();
       return Promise.resolve(probed.state === 'ready' || probed.state === 'draining' ? 'pass' : 'connect');
     },
     () => {},
@@ -42,7 +44,9 @@ function setup() {
       for (let i = 0; i < 5; i++) await Promise.resolve();
     }
   };
-  return { clock, target, health, prober, probedAt, advance };
+  /** The endpoint sent something now (a response, a piece of a body): its progress clock moves. */
+  const answer = (): void => void (target.lastAnswerAt = clock.now());
+  return { clock, target, health, prober, probedAt, advance, answer };
 }
 
 test('an idle ready endpoint is probed every interval', async (t) => {
@@ -52,12 +56,12 @@ test('an idle ready endpoint is probed every interval', async (t) => {
   prober.close();
 });
 
-test('a ready endpoint that answered a request within the interval skips its probe, but /readyz is still read every 5 intervals', async (t) => {
-  const { target, health, prober, probedAt, advance } = setup();
+test('a ready endpoint that sent anything (its progress clock) within the interval skips its probe, but /readyz is still read every 5 intervals', async (t) => {
+  const { prober, probedAt, advance, answer } = setup();
   // A request succeeds every 500 ms: passive health is always fresh.
   let tick = 0;
   await advance(20 * INTERVAL, () => {
-    if (tick++ % 5 === 0) health.success(target);
+    if (tick++ % 5 === 0) answer();
   });
   // 20 intervals: 4 probes (one after every 4 skipped), not 20.
   t.is(probedAt.length, 4);
@@ -66,9 +70,9 @@ test('a ready endpoint that answered a request within the interval skips its pro
 });
 
 test('a success older than one interval does not skip the probe', async (t) => {
-  const { clock, target, health, prober, probedAt, advance } = setup();
+  const { clock, prober, probedAt, advance, answer } = setup();
   const start = clock.now();
-  health.success(target);
+  answer();
   // The first probe, half an interval later, is skipped; the next, 1.5 intervals after the success, is sent.
   await advance(1.5 * INTERVAL + 100);
   t.deepEqual(probedAt, [start + 1.5 * INTERVAL]);
@@ -76,58 +80,58 @@ test('a success older than one interval does not skip the probe', async (t) => {
 });
 
 test('requests in flight and no success for a quarter of the probe timeout: the probe is sent (a black hole may have begun)', async (t) => {
-  const { clock, target, health, prober, probedAt, advance } = setup();
+  const { clock, target, prober, probedAt, advance, answer } = setup();
   const start = clock.now();
   // Answers stop 700 ms in, with requests still outstanding; the first probe (at 1,000 ms) comes
   // 300 ms after the last success, more than 250 ms: it is sent, not skipped.
-  await advance(700, () => health.success(target));
+  await advance(700, () => answer());
   target.inFlight = 3;
   await advance(400);
   t.deepEqual(probedAt, [start + INTERVAL / 2]);
   // With nothing in flight the same quiet is an idle endpoint's: the next probe is skipped.
   target.inFlight = 0;
-  health.success(target);
+  answer();
   await advance(INTERVAL);
   t.is(probedAt.length, 1);
   prober.close();
 });
 
 test('open watches are not requests waiting for an answer: an endpoint holding only watches still skips its probe after a success', async (t) => {
-  const { clock, target, health, prober, probedAt, advance } = setup();
+  const { clock, target, prober, probedAt, advance, answer } = setup();
   const start = clock.now();
   // Three watches open for the whole run (long-running: counted in inFlight and in streams).
   target.inFlight = 3;
   target.streams = 3;
   // A success 800 ms before the probe falls due: fresh, though far older than a quarter of the probe timeout.
   await advance(200);
-  health.success(target);
+  answer();
   await advance(INTERVAL);
   t.deepEqual(probedAt, [], 'the probe at 1,000 ms is skipped');
   // One short request outstanding with the same quiet: this probe is sent.
   target.inFlight = 4;
-  health.success(target);
+  answer();
   await advance(INTERVAL);
   t.deepEqual(probedAt, [start + 1.5 * INTERVAL]);
   prober.close();
 });
 
 test('an endpoint back for less than an interval is probed however fresh its success: a probation request does not prove /readyz passes', async (t) => {
-  const { clock, target, health, prober, probedAt, advance } = setup();
+  const { clock, target, prober, probedAt, advance, answer } = setup();
   const start = clock.now();
   // Restored (its probation request succeeded) 200 ms before the first tick, then busy and answering.
   await advance(300);
   target.readySince = clock.now();
-  await advance(2 * INTERVAL, () => health.success(target));
+  await advance(2 * INTERVAL, () => answer());
   t.deepEqual(probedAt, [start + INTERVAL / 2], 'the first tick probes it; the next, an interval after its return, skips');
   prober.close();
 });
 
 test('ejected and draining endpoints are probed every interval, however fresh their last success', async (t) => {
   for (const state of ['ejected', 'draining'] as const) {
-    const { target, health, prober, probedAt, advance } = setup();
+    const { target, prober, probedAt, advance, answer } = setup();
     let tick = 0;
     await advance(10 * INTERVAL, () => {
-      if (tick++ % 5 === 0) health.success(target);
+      if (tick++ % 5 === 0) answer();
       target.state = state;
     });
     t.is(probedAt.length, 10, state);

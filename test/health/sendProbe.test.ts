@@ -5,7 +5,7 @@ import { Endpoint } from '../../src/balancer/Endpoint.ts';
 import type { Clock } from '../../src/clock.ts';
 import { OutcomeJudge } from '../../src/health/OutcomeJudge.ts';
 import type { ProbeSettings } from '../../src/health/Prober.ts';
-import { ProbeSender, type ProbeDispatcher, type ProbeRequest } from '../../src/health/sendProbe.ts';
+import { MAX_PROBE_BODY, ProbeSender, type ProbeDispatcher, type ProbeRequest } from '../../src/health/sendProbe.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 
 const SETTINGS: ProbeSettings = { path: '/readyz', intervalMs: 2000, timeoutMs: 1000, headers: { authorization: 'Bearer t' } };
@@ -206,12 +206,13 @@ test('the headers must come within the timeout, then no piece of the body may be
   await settle();
   const { handler, controller } = exchanges[0]!;
   handler.onRequestStart?.(controller, null);
-  clock.advance(900);
+  clock.advance(600);
   handler.onResponseStart?.(controller, 200, {}, '');
-  clock.advance(900);
+  t.is(endpoint.lastAnswerAt, clock.now(), 'the headers move the progress clock');
+  clock.advance(600);
   handler.onResponseData?.(controller, Buffer.from('o'));
-  clock.advance(900);
-  t.is(exchanges[0]!.aborted, undefined, '2.7 s in, never 1 s silent');
+  clock.advance(600);
+  t.is(exchanges[0]!.aborted, undefined, '1.8 s in, never 1 s silent');
   handler.onResponseData?.(controller, Buffer.from('k'));
   handler.onResponseEnd?.(controller, {});
   t.is(await verdict, 'pass');
@@ -228,6 +229,43 @@ test('the headers must come within the timeout, then no piece of the body may be
   clock.advance(1000);
   t.truthy(stuck.aborted, 'a body silent for the timeout');
   t.is(await failed, 'unreachable');
+  t.is(clock.pending, 0);
+});
+
+test('the whole exchange ends within two timeouts: a body that keeps coming ends the probe, with no verdict (bytes came: no black hole)', async (t) => {
+  const clock = new FakeClock();
+  const { exchanges, send, endpoint } = setup('manual', clock);
+  const verdict = send();
+  await settle();
+  const { handler, controller } = exchanges[0]!;
+  const start = clock.now();
+  handler.onRequestStart?.(controller, null);
+  handler.onResponseStart?.(controller, 200, {}, '');
+  for (let i = 0; i < 10 && !exchanges[0]!.aborted; i++) {
+    clock.advance(500);
+    handler.onResponseData?.(controller, Buffer.from('.'));
+  }
+  t.is(clock.now() - start, 2_000, 'aborted at two timeouts');
+  t.regex(exchanges[0]!.aborted!.message, /no end within 2000 ms/);
+  handler.onResponseError?.(controller, exchanges[0]!.aborted!);
+  t.is(await verdict, undefined);
+  t.is(endpoint.lastAnswerAt, clock.now());
+  t.is(clock.pending, 0);
+});
+
+test('a probe reads at most 64 KiB of body: beyond, the status decides and the rest is dropped', async (t) => {
+  const clock = new FakeClock();
+  const { exchanges, send } = setup('manual', clock);
+  const verdict = send();
+  await settle();
+  const { handler, controller } = exchanges[0]!;
+  handler.onRequestStart?.(controller, null);
+  handler.onResponseStart?.(controller, 200, {}, '');
+  handler.onResponseData?.(controller, Buffer.alloc(MAX_PROBE_BODY));
+  t.is(exchanges[0]!.aborted, undefined);
+  handler.onResponseData?.(controller, Buffer.from('!'));
+  t.truthy(exchanges[0]!.aborted);
+  t.is(await verdict, 'pass');
   t.is(clock.pending, 0);
 });
 

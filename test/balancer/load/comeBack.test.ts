@@ -24,7 +24,7 @@ function setup() {
   const health = new HealthTracker(
     { consecutive5xx: 5, baseEjectionMs: 1_000, maxEjectionMs: 30_000, maxEjectionPercent: 50, probes: true },
     clock,
-    { changed: () => set.rebuild(), eject: () => {}, drain: () => {}, restore: () => {}, unreachable: () => {} },
+    { changed: () => set.rebuild(), eject: () => {}, drain: () => {}, restore: () => {} },
     () => set.list(),
     () => 0.5,
   );
