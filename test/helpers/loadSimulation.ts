@@ -9,6 +9,8 @@ export interface SimulatedServer {
   slots: number;
   /** Service time of the next request, ms; `Infinity`: it never answers (a black hole). */
   serviceMs: number;
+  /** Service time of the next request to start only (ms), then `serviceMs` again: one outlier. */
+  nextMs?: number;
   /** Stopped answering: requests are taken and never answered. */
   busy: number;
   queue: Array<() => void>;
@@ -109,7 +111,8 @@ export function simulate(options: {
   const serve = (server: SimulatedServer, cost: number, answer: () => void): void => {
     const start = (): void => {
       server.busy++;
-      const ms = server.serviceMs * cost * (0.95 + 0.1 * random());
+      const ms = (server.nextMs ?? server.serviceMs) * cost * (0.95 + 0.1 * random());
+      server.nextMs = undefined;
       if (!Number.isFinite(ms)) return; // a black hole keeps the slot and never answers
       const done = (): void => {
         server.busy--;
