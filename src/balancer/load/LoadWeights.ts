@@ -13,6 +13,17 @@ export const REWEIGH_MS = 100;
  */
 const DEAD_BAND = 1.35;
 /**
+ * Milliseconds added to both sides of every comparison: a cost ratio is `(cost + NOISE_MS) /
+ * (fastest + NOISE_MS)`. Apiservers that answer a GET in about a millisecond differ by whatever
+ * the client's own event loop did meanwhile (in `kube-balancer demo` the apiservers share its
+ * process: 1.5 against 3 ms for seconds at a time), and ratios of such costs swung the weights
+ * (the demo's after-the-restarts max/min 1.4–2.3 with the median-of-three estimate alone). A few
+ * ms of difference is noise to a client; a slowdown of 5× still shows: 1 → 5 ms is a ratio of
+ * 2 (factor 0.21), 20 → 100 ms 4.5 (0.008, 0.005 without; 4 ms made it 0.011, and a 5× slower
+ * endpoint at 10 requests a second got one request more in nine seconds than it should).
+ */
+const NOISE_MS = 3;
+/**
  * Above the dead band the factor is `(DEAD_BAND / ratio)^STEEPNESS`. Two needs fix it: an
  * apiserver 5× slower than the others must get almost nothing while the others have room (factor
  * 0.005, 0.3 % of the traffic among three, so that not even the 99th percentile waits for it), yet
@@ -142,10 +153,11 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
     let factor = 1;
     const cost = costs[i]!;
     const judged = cost === cost && best < Infinity && best > 0;
-    endpoint.lagging = judged && answers[i]! && cost >= LAG_RATIO * best;
+    const base = best + NOISE_MS;
+    endpoint.lagging = judged && answers[i]! && cost + NOISE_MS >= LAG_RATIO * base;
     if (judged) {
-      const excess = Math.min(cost - best, MAX_EXCESS * best) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);
-      const ratio = 1 + excess / best;
+      const excess = Math.min(cost - best, MAX_EXCESS * base) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);
+      const ratio = 1 + excess / base;
       if (ratio > DEAD_BAND) factor = Math.max(MIN_FACTOR, (DEAD_BAND / ratio) ** STEEPNESS);
     }
     const old = endpoint.loadFactor;

@@ -89,3 +89,14 @@ for (const rate of RATES) {
     t.pass();
   });
 }
+
+test('apiservers a millisecond or so apart (a busy event loop, not a slow server) keep even shares; 5× of a 1-ms one still moves', (t) => {
+  // What `kube-balancer demo` met: its apiservers share the client's process, and one answered in
+  // ~3 ms for seconds while the others took ~1.5.
+  const near = simulate({ serviceMs: [1.5, 1.5, 3], rate: 60 });
+  near.run(10_000);
+  t.deepEqual(shares(near).map((s) => s.toFixed(3)), ['0.333', '0.333', '0.333']);
+  const slow = simulate({ serviceMs: [1, 1, 5], rate: 60 });
+  slow.run(10_000);
+  t.true(moved(shares(slow)[2]!), `${shares(slow)[2]}`);
+});
