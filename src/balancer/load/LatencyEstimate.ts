@@ -12,7 +12,13 @@
  * stall (throughput 0.95 → 0.87 of the capacities; round robin 0.965).
  */
 const RISE_MS = 150;
-const FALL_MS = 1_000;
+export const FALL_MS = 1_000;
+/**
+ * The `relative` estimate (LISTs, writes, discovery) follows the median of its last seven samples:
+ * their answers can be as fast as a millisecond, and a busy machine's delays of 20–40 ms came two
+ * and three in a row on one endpoint's connection, which a median of three lets in.
+ */
+export const RELATIVE_MEDIAN_OF = 7;
 /**
  * For this long (ms) after an endpoint's first answer the estimate falls as fast as it rises: a
  * cold client's first answers are slow everywhere (TLS handshakes, JIT, a busy start) and a slow
@@ -55,6 +61,13 @@ export class LatencyEstimate {
   #waitingSince = 0;
   /** Clock time of the first sample. */
   #firstAt = 0;
+
+  /** Since when (clock ms) it has had samples; Infinity before the first. */
+  get sampledSince(): number {
+    return this.value === this.value ? this.#firstAt : Infinity;
+  }
+  /** Time constant of a rise (ms): `RISE_MS` unless given. */
+  readonly #riseMs: number;
   /**
    * The last three samples (newest first) and how many of them there are: the moving average
    * follows their median, so one stray answer, however slow, never enters it (see `end`).
@@ -64,6 +77,38 @@ export class LatencyEstimate {
   #kept = 0;
   /** Clock time of the last `restart`: requests sent before it give no sample. */
   #restartedAt = -Infinity;
+
+  /**
+   * `riseMs`: how quickly it follows a slower sample (`RISE_MS` by default). The `relative` estimate
+   * of LISTs, writes and discovery rises as slowly as it falls (1 s): their answers are as fast as a
+   * millisecond, where a busy machine's delays of 20–40 ms came two and three in a row on one
+   * endpoint's connection (sequential `/version` GETs in the tests) and a fast rise took them for a
+   * slow endpoint; a real slowdown lasts, and is followed within a second or two.
+   */
+  constructor(riseMs = RISE_MS, medianOf = 3) {
+    this.#riseMs = riseMs;
+    if (medianOf > 3) {
+      this.#ring = new Float64Array(medianOf);
+      this.#sorted = new Float64Array(medianOf);
+    }
+  }
+
+  /** The last samples and a scratch copy, for a median of more than three (`constructor`'s `medianOf`). */
+  readonly #ring: Float64Array | undefined;
+  readonly #sorted: Float64Array | undefined;
+  #ringCount = 0;
+
+  /** The lower median of the last samples, `ms` (the newest) included. */
+  #wideMedian(ms: number): number {
+    const ring = this.#ring!;
+    ring[this.#ringCount % ring.length] = ms;
+    this.#ringCount++;
+    const n = Math.min(this.#ringCount, ring.length);
+    const sorted = this.#sorted!.subarray(0, n);
+    sorted.set(ring.subarray(0, n));
+    sorted.sort();
+    return sorted[(n - 1) >> 1]!;
+  }
 
   /** A timed request starts. */
   begin(now: number): void {
@@ -120,20 +165,30 @@ export class LatencyEstimate {
         this.#firstAt = now;
         this.#last = ms;
         this.#kept = 1;
+        if (this.#ring) {
+          this.#ringCount = 0;
+          this.#wideMedian(ms);
+        }
       }
       return;
     }
     if (censored && ms <= value) return;
     // Of two samples, the lower: a slow one is only believed once another agrees.
     const kept = this.#kept;
-    const filtered = kept >= 2 ? median3(ms, this.#last, this.#before) : kept === 1 ? Math.min(ms, this.#last) : ms;
+    const filtered = this.#ring ? this.#wideMedian(ms) : kept >= 2 ? median3(ms, this.#last, this.#before) : kept === 1 ? Math.min(ms, this.#last) : ms;
     this.#before = this.#last;
     this.#last = ms;
     if (kept < 2) this.#kept = kept + 1;
-    const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (filtered > value || now - this.#firstAt < LEARN_MS ? RISE_MS : FALL_MS));
+    const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (filtered > value || now - this.#firstAt < LEARN_MS ? this.#riseMs : FALL_MS));
     this.value = value + weight * (filtered - value);
     if (!censored) this.load += weight * (seen - this.load);
     this.sampledAt = now;
+  }
+
+  /** A timed request ended that gives no sample at all (its class not yet comparable, see `ClassCosts`). */
+  cancel(now: number): void {
+    if (this.inFlight > 0) this.inFlight--;
+    this.#waitingSince = now;
   }
 
   /**
