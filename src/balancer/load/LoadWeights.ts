@@ -13,15 +13,17 @@ export const REWEIGH_MS = 100;
  */
 const DEAD_BAND = 1.35;
 /**
- * An excess over the fastest of up to this many ms counts as equal too, whatever the ratio.
+ * This many ms of an endpoint's excess over the fastest are taken off before the ratio: up to it
+ * the endpoint counts as equal, whatever the ratio.
  * Apiservers that answer a GET in about a millisecond differ by whatever the client's own event
  * loop did meanwhile (in `kube-balancer demo` the apiservers share its process: 1.5 against 3 ms
  * for seconds at a time), and ratios of such costs swung the weights (the demo's after-the-restarts
  * max/min 1.4–2.3 with the median-of-three estimate alone). A few ms of difference is noise to a
- * client; a slowdown of 5× of a 1-ms apiserver still shows (1 → 5 ms, factor 0.013), and beyond
- * the margin the factor is the ratio's as before (20 → 100 ms: 0.005). Added to both sides of
- * the ratio instead, it raised that factor to 0.008, and a 5× slower endpoint got a request more
- * in nine seconds at 10 requests a second than the tests allow.
+ * client; a slowdown of 5× of a 1-ms apiserver still shows (1 → 5 ms, factor 0.21), and a slow
+ * server's factor hardly moves (20 → 100 ms: 0.006 for 0.005). Added to both sides of the ratio
+ * instead, it raised that one to 0.008, and a 5× slower endpoint got a request more in nine
+ * seconds at 10 requests a second than the tests allow; kept as a threshold with the ratio as
+ * before (a cliff from 1 to 0.013 at 4 ms against 1), the demo's after-the-restarts max/min was 4.23.
  */
 const NOISE_MS = 3;
 /**
@@ -201,10 +203,10 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
     const cost = costs[i]!;
     const judged = cost === cost && best < Infinity && best > 0;
     const noise = points ? NOISE_MS : RELATIVE_NOISE_MS;
-    endpoint.lagging = judged && answers[i]! && cost >= LAG_RATIO * best && cost - best > noise;
+    endpoint.lagging = judged && answers[i]! && cost - noise >= LAG_RATIO * best;
     if (judged) {
-      const excess = Math.min(cost - best, (points ? MAX_EXCESS : RELATIVE_MAX_EXCESS) * best) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);
-      const ratio = excess > noise ? 1 + excess / best : 1;
+      const excess = Math.min(Math.max(0, cost - best - noise), (points ? MAX_EXCESS : RELATIVE_MAX_EXCESS) * best) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);
+      const ratio = 1 + excess / best;
       const band = points ? DEAD_BAND : RELATIVE_BAND;
       if (ratio > band) factor = Math.max(MIN_FACTOR, (band / ratio) ** (points ? STEEPNESS : RELATIVE_STEEPNESS));
     }
