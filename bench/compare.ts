@@ -47,7 +47,17 @@ interface Scenario {
   event?: (server: ServerProcess) => void;
   /** Requests per second a perfect client would complete. */
   ideal: number;
+  /** The `i`-th request's method and path, if not a GET of one ConfigMap (issue 27's request mixes). */
+  mix?: (i: number) => { method: string; path: string };
 }
+
+const LIST = { method: 'GET', path: '/api/v1/namespaces/default/configmaps' };
+const DISCOVERY = { method: 'GET', path: '/api' };
+/** Half GETs of one object; the rest LISTs, writes (DELETE: the bench server serves every method but POST alike) and discovery. */
+const mixed = (i: number): { method: string; path: string } =>
+  i % 2 === 0 ? { method: 'GET', path: PATH } : [LIST, { method: 'DELETE', path: `/api/v1/namespaces/default/configmaps/c${i}` }, DISCOVERY][(i >> 1) % 3]!;
+/** The scenario being measured: its request mix, read by every client's `send`. */
+let current: Scenario | undefined;
 
 const capacity = (serviceMs: number[]): number => serviceMs.reduce((sum, ms) => sum + (SLOTS * 1000) / ms, 0);
 
@@ -58,6 +68,11 @@ const SCENARIOS: Scenario[] = [
   { name: 'crash', serviceMs: [20, 20, 20], rate: 200, ideal: 200, event: (s) => void s.child.kill('SIGKILL') },
   { name: 'blackhole', serviceMs: [20, 20, 20], rate: 200, ideal: 200, event: (s) => void s.child.kill('SIGSTOP') },
   { name: 'drain', serviceMs: [20, 20, 20], rate: 200, ideal: 200, event: (s) => s.send({ drain: true }) },
+  // Issue 27's request mixes over the slow set-up, saturated and light (p99 against the Pool's to one fast server).
+  ...([['slow-mixed', mixed], ['slow-lists', () => LIST], ['slow-discovery', () => DISCOVERY]] as const).flatMap(([name, mix]): Scenario[] => [
+    { name, serviceMs: [20, 20, 100], concurrency: 64, ideal: capacity([20, 20, 100]), mix },
+    { name: `${name}-light`, serviceMs: [20, 20, 100], rate: 110, ideal: 110, ms: Math.max(MS, 10_000), mix },
+  ]),
 ];
 
 /** An answer's status, and its `x-served` header (server and its own time, for `BENCH_TRACE`). */
@@ -80,8 +95,10 @@ interface Client {
 
 type Make = (servers: ServerProcess[]) => Client | Promise<Client>;
 
+let sent = 0;
 const viaDispatcher = (dispatcher: Dispatcher, origin?: string) => async (signal: AbortSignal): Promise<Answer> => {
-  const res = await dispatcher.request({ ...(origin ? { origin } : {}), path: PATH, method: 'GET', headers: { host: `${APISERVER_NAME}:6443` }, signal });
+  const { method, path } = current?.mix?.(sent++) ?? { method: 'GET', path: PATH };
+  const res = await dispatcher.request({ ...(origin ? { origin } : {}), path, method, headers: { host: `${APISERVER_NAME}:6443` }, signal });
   await res.body.dump();
   const served = res.headers['x-served'];
   return { status: res.statusCode, served: typeof served === 'string' ? served : '' };
@@ -240,6 +257,7 @@ export interface Row {
 async function measure(scenario: Scenario, name: string, make: Make): Promise<Row> {
   const trace = process.env.BENCH_TRACE ? new Trace(`${scenario.name} ${name}`) : undefined;
   const servers = await startServers(scenario.serviceMs);
+  current = scenario;
   const client = await make(servers);
   const samples: Sample[] = [];
   const counts = async (): Promise<ServerStats[]> =>

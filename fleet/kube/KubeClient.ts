@@ -151,6 +151,7 @@ export class KubeClient implements Transport {
       maxHeldResponse: defaultOptions.maxHeldResponse,
       // Off by default, as in the balancer.
       hedging: undefined,
+      loadAware: set.loadAware,
       budget: this.#budget,
       totals,
       clock: this.#clock,
@@ -166,8 +167,9 @@ export class KubeClient implements Transport {
         return set.pick(PICK_SHORT);
       },
       send: (endpoint, _route, opts, handler) => this.#sendAttempt(endpoint, opts as SimOptions, handler),
-      attemptStarted: (endpoint, longRunning, request, _attempt, sentAt) => accounts.started(endpoint, longRunning, request instanceof BalancedRequest && request.timed, sentAt),
-      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => accounts.ended(endpoint, longRunning, outcome, startedAt),
+      attemptStarted: (endpoint, longRunning, request, _attempt, sentAt) =>
+        request instanceof BalancedRequest ? accounts.started(endpoint, longRunning, request.timed, sentAt, request.loadClass) : accounts.started(endpoint, longRunning, false, sentAt),
+      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN, loadClass) => accounts.ended(endpoint, longRunning, outcome, startedAt, loadClass),
       retrying: () => {
         this.retries++;
       },

@@ -1,6 +1,6 @@
 import type { EndpointAddress } from '../resolver/Resolver.ts';
 import { endpointKey } from '../net/endpointKey.ts';
-import { LatencyEstimate } from './load/LatencyEstimate.ts';
+import { FALL_MS, LatencyEstimate, RELATIVE_MEDIAN_OF } from './load/LatencyEstimate.ts';
 
 /**
  * Why an endpoint stopped taking requests: a failed connection or handshake, consecutive failures
@@ -106,6 +106,12 @@ export class Endpoint {
   lagging = false;
   /** Latency and in-flight count of the short GETs of one object sent here. */
   readonly latency = new LatencyEstimate();
+  /**
+   * The same of every other short request sent here (LISTs, writes, discovery), each answer's
+   * latency put on one scale with its class's (`load/ClassCosts.ts`): the weights' evidence where
+   * there is no GET of one object to judge by.
+   */
+  readonly relative = new LatencyEstimate(FALL_MS, RELATIVE_MEDIAN_OF);
   /** Set once the resolver stops listing it: no new requests, in-flight ones finish. */
   removed = false;
   /**

@@ -3,6 +3,7 @@ import { LAST_RESORT, type EndpointAddress } from '../resolver/Resolver.ts';
 import { endpointKey } from '../net/endpointKey.ts';
 import { Candidates } from './Candidates.ts';
 import { Endpoint } from './Endpoint.ts';
+import { ClassCosts } from './load/ClassCosts.ts';
 import { REWEIGH_MS, reweigh } from './load/LoadWeights.ts';
 import type { Picker, PickRequest, Policy } from './Picker.ts';
 import { SchedulePicker } from './SchedulePicker.ts';
@@ -55,6 +56,8 @@ export class EndpointSet {
   /** Whether endpoints' weights follow their load (`'weighted-round-robin'`). */
   readonly #loadAware: boolean;
   #reweighedAt = -Infinity;
+  /** The scale on which every other short request's latency compares endpoints (`Endpoint.relative`). */
+  readonly #classes = new ClassCosts();
 
   /** `options`: the balancer's (validated, with its defaults). */
   constructor(clock: Clock, options: PickerOptions) {
@@ -106,18 +109,39 @@ export class EndpointSet {
     return now;
   }
 
+  /** Whether endpoints' weights follow their load (`'weighted-round-robin'`). */
+  get loadAware(): boolean {
+    return this.#loadAware;
+  }
+
+  /** A short request of class `loadClass` (`load/requestClass.ts`) goes to `endpoint` at `now`; for `shortEnded`. */
+  classStart(endpoint: Endpoint, now = this.#clock.now()): number {
+    endpoint.relative.begin(now);
+    return now;
+  }
+
   /**
-   * A short request ended; a timed one (`startedAt` from `timedStart`, else NaN) feeds the estimate
+   * A short request ended; a timed one (`startedAt` from `timedStart`, or from `classStart` with its
+   * `loadClass`; else NaN) feeds the estimate
    * (`censored`: without an answer that measures serving time, see `LatencyEstimate.end`), at clock
    * time `now` (read here if not given). At most every `REWEIGH_MS` the load factors are
    * recomputed, and the picker rebuilt if one moved: the hot path stays a schedule step, and no
    * timer runs.
    */
-  shortEnded(endpoint: Endpoint, startedAt: number, censored: boolean, now = this.#clock.now()): void {
-    if (startedAt === startedAt) endpoint.latency.end(now, now - startedAt, censored);
+  shortEnded(endpoint: Endpoint, startedAt: number, censored: boolean, now = this.#clock.now(), loadClass?: string): void {
+    if (startedAt === startedAt) {
+      if (loadClass === undefined) endpoint.latency.end(now, now - startedAt, censored);
+      else this.#classEnded(endpoint, loadClass, now - startedAt, censored, now);
+    }
     if (!this.#loadAware || now - this.#reweighedAt < REWEIGH_MS) return;
     this.#reweighedAt = now;
     if (reweigh(this.#endpoints.values(), now)) this.rebuild();
+  }
+
+  #classEnded(endpoint: Endpoint, loadClass: string, ms: number, censored: boolean, now: number): void {
+    const rescaled = this.#classes.rescale(loadClass, ms, censored);
+    if (rescaled === rescaled) endpoint.relative.end(now, rescaled, censored);
+    else endpoint.relative.cancel(now);
   }
 
   update(addresses: readonly EndpointAddress[]): EndpointSetChange {

@@ -25,6 +25,8 @@ export interface AttemptOwner extends Controller, Reader {
   readonly eviction: boolean;
   /** Its latency feeds the endpoint's load estimate (see `isPointRead`). */
   readonly timed: boolean;
+  /** Any other short request's class, whose latency feeds the endpoint's `relative` estimate. */
+  readonly loadClass: string | undefined;
   /** Milliseconds the response body may stay silent; 0: none (see BodyTimer). */
   readonly bodyTimeout: number;
   readonly finished: boolean;
@@ -330,7 +332,9 @@ export class Attempt extends BodyTimer implements Handler {
     if (this.#settled) return;
     this.#settled = true;
     if (this.#holdsBudget) this.#request.host.budget.release();
-    this.#request.host.attemptEnded(this.endpoint, this.#request.longRunning, outcome, this.#request.timed ? this.sentAt : NaN);
+    const request = this.#request;
+    const loadClass = request.loadClass;
+    request.host.attemptEnded(this.endpoint, request.longRunning, outcome, request.timed || loadClass !== undefined ? this.sentAt : NaN, loadClass);
     this.#request.attemptSettled(this);
   }
 }

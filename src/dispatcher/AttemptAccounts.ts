@@ -24,19 +24,23 @@ export class AttemptAccounts {
     this.#clock = clock;
   }
 
-  /** An attempt went to `endpoint` at clock time `sentAt`; `timed`: a short request whose latency is measured from it. */
-  started(endpoint: Endpoint, longRunning: boolean, timed: boolean, sentAt: number | undefined): void {
+  /**
+   * An attempt went to `endpoint` at clock time `sentAt`; `timed`: a short request whose latency is
+   * measured from it; `loadClass`: any other short request's class, whose latency is measured too.
+   */
+  started(endpoint: Endpoint, longRunning: boolean, timed: boolean, sentAt: number | undefined, loadClass?: string): void {
     endpoint.inFlight++;
     endpoint.requests++;
     if (longRunning) endpoint.streams++;
-    if (sentAt !== undefined && timed) {
+    if (sentAt === undefined) return;
+    if (timed) {
       this.#set.timedStart(endpoint, sentAt);
       this.#stallWatch?.started(sentAt);
-    }
+    } else if (loadClass !== undefined) this.#set.classStart(endpoint, sentAt);
   }
 
-  /** `startedAt`: the `sentAt` of a timed attempt, NaN otherwise. */
-  ended(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome, startedAt: number): void {
+  /** `startedAt`: the `sentAt` of a timed attempt or of one with a `loadClass`, NaN otherwise. */
+  ended(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome, startedAt: number, loadClass?: string): void {
     endpoint.inFlight--;
     if (longRunning) endpoint.streams--;
     endpoint.outcomes[outcomeIndex(outcome)]!++;
@@ -44,8 +48,8 @@ export class AttemptAccounts {
     const now = this.#clock.now();
     this.#judge.judge(endpoint, outcome, now);
     if (longRunning) return;
-    this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome), now);
-    if (startedAt === startedAt) this.#stallWatch?.ended(now);
+    this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome), now, loadClass);
+    if (startedAt === startedAt && loadClass === undefined) this.#stallWatch?.ended(now);
   }
 }
 

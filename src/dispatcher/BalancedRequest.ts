@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { isPointRead } from '../balancer/load/isPointRead.ts';
+import { requestClass } from '../balancer/load/requestClass.ts';
 import { BalancerError } from '../errors.ts';
 import type { FailureKind, RetryReason } from '../health/outcome.ts';
 import { isShutdown503, mayBeShutdown503 } from '../health/rejections.ts';
@@ -59,6 +60,12 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   readonly bodyTimeout: number;
   /** A short GET of one object: its latency measures the endpoint's load (see `isPointRead`). */
   readonly timed: boolean;
+  /**
+   * Any other short request's class (`requestClass`): its latency, compared with its class's on the
+   * other endpoints, measures the endpoint's load too (`Endpoint.relative`). Undefined for a timed
+   * request and a long-running one.
+   */
+  readonly loadClass: string | undefined;
   readonly #opts: DispatchOptions;
   readonly #route: Route;
   readonly #idempotent: boolean;
@@ -104,6 +111,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.bodyTimeout = opts.bodyTimeout ?? (longRunning ? 0 : DEFAULT_BODY_TIMEOUT);
     opts.bodyTimeout = 0;
     this.timed = !longRunning && isPointRead(method, opts.path);
+    this.loadClass = longRunning || this.timed || !host.loadAware ? undefined : requestClass(method, opts.path);
     this.#opts = opts;
     host.budget.requests++;
     if (!longRunning) host.budget.shortRequests++;
@@ -216,7 +224,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.#attempt = attempt;
     if (this.#idempotent) this.host.waiting?.add(attempt, this);
     // One clock read, only for a request whose time is measured (its latency, or a hedge's delay).
-    if (this.timed || this.host.hedging) attempt.sentAt = this.host.clock.now();
+    if (this.timed || this.loadClass !== undefined || this.host.hedging) attempt.sentAt = this.host.clock.now();
     this.host.attemptStarted(endpoint, this.longRunning, this, this.#attempts, attempt.sentAt);
     try {
       this.host.send(endpoint, this.#route, this.#opts, attempt);

@@ -284,6 +284,7 @@ export class Balancer extends undici.Dispatcher {
       bodyTimers: this.#bodyTimers,
       hedging: this.#hedging,
       waiting: this.#unanswered,
+      loadAware: this.#set.loadAware,
       pick: (longRunning, probationOk, exclude) => {
         if (this.#closed) return undefined;
         if (probationOk) {
@@ -300,9 +301,10 @@ export class Balancer extends undici.Dispatcher {
         if (pickChannel.hasSubscribers) {
           pickChannel.publish({ balancer: this, request: request.describe(), endpoint: endpoint.info(), attempt, longRunning });
         }
-        accounts.started(endpoint, longRunning, request instanceof BalancedRequest && request.timed, sentAt);
+        if (request instanceof BalancedRequest) accounts.started(endpoint, longRunning, request.timed, sentAt, request.loadClass);
+        else accounts.started(endpoint, longRunning, false, sentAt);
       },
-      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN) => accounts.ended(endpoint, longRunning, outcome, startedAt),
+      attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN, loadClass) => accounts.ended(endpoint, longRunning, outcome, startedAt, loadClass),
       retrying: (from, to, reason, attempt, request) => {
         if (retryChannel.hasSubscribers) {
           retryChannel.publish({ balancer: this, request: request.describe(), from: from.info(), to: to.info(), reason, attempt });

@@ -35,6 +35,8 @@ export interface RequestHost {
   readonly hedging: Hedging | undefined;
   /** Idempotent attempts not yet answered, by endpoint: moved when health takes theirs out. */
   readonly waiting?: WaitingAttempts;
+  /** Whether the weights follow load (`'weighted-round-robin'`): then every short request's latency is measured. */
+  readonly loadAware?: boolean;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
@@ -44,8 +46,11 @@ export interface RequestHost {
    * BalancedRequest's attempts give it: the latency of a timed one is measured from it).
    */
   attemptStarted(endpoint: Endpoint, longRunning: boolean, request: DescribedRequest, attempt: number, sentAt?: number): void;
-  /** `startedAt`: the `sentAt` of a timed request's attempt (NaN or absent otherwise), for its latency. */
-  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome, startedAt?: number): void;
+  /**
+   * `startedAt`: the `sentAt` of a timed request's attempt, or of one with a `loadClass` (NaN or
+   * absent otherwise), for its latency.
+   */
+  attemptEnded(endpoint: Endpoint, longRunning: boolean, outcome: AttemptOutcome, startedAt?: number, loadClass?: string): void;
   retrying(from: Endpoint, to: Endpoint, reason: RetryReason, attempt: number, request: DescribedRequest): void;
   noEndpoints(): BalancerError;
   /** A watch's response reached the caller; until `watchClosed` it may be moved (watch rebalancing). */

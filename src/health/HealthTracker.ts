@@ -302,6 +302,7 @@ export class HealthTracker {
       endpoint.readySince = now;
       // Back from an ejection or a drain: its latency is measured afresh (a 429's rest keeps it).
       endpoint.latency.restart(now);
+      endpoint.relative.restart(now);
     }
     this.#listener.restore(endpoint, via);
     this.#listener.changed();

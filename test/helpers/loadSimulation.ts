@@ -9,6 +9,8 @@ export interface SimulatedServer {
   slots: number;
   /** Service time of the next request, ms; `Infinity`: it never answers (a black hole). */
   serviceMs: number;
+  /** Service time of the next request to start only (ms), then `serviceMs` again: one outlier. */
+  nextMs?: number;
   /** Stopped answering: requests are taken and never answered. */
   busy: number;
   queue: Array<() => void>;
@@ -19,6 +21,8 @@ export interface SimulatedRequest {
   timed: boolean;
   /** Multiplies the server's service time (a LIST of thousands costs many GETs). */
   cost: number;
+  /** Not timed, but of this class (`requestClass`): feeds the endpoint's `relative` estimate. */
+  loadClass?: string;
 }
 
 export interface Simulation {
@@ -86,7 +90,7 @@ export function simulate(options: {
   const servers: SimulatedServer[] = options.serviceMs.map((serviceMs) => ({ slots: options.slots ?? 4, serviceMs, busy: 0, queue: [] }));
   const picks: Simulation['picks'] = [];
   const done: Simulation['done'] = [];
-  const request = options.request ?? (() => ({ timed: true, cost: 1 }));
+  const request = options.request ?? ((): SimulatedRequest => ({ timed: true, cost: 1 }));
   let sent = 0;
   let end = 0;
   let started = false;
@@ -109,7 +113,8 @@ export function simulate(options: {
   const serve = (server: SimulatedServer, cost: number, answer: () => void): void => {
     const start = (): void => {
       server.busy++;
-      const ms = server.serviceMs * cost * (0.95 + 0.1 * random());
+      const ms = (server.nextMs ?? server.serviceMs) * cost * (0.95 + 0.1 * random());
+      server.nextMs = undefined;
       if (!Number.isFinite(ms)) return; // a black hole keeps the slot and never answers
       const done = (): void => {
         server.busy--;
@@ -128,12 +133,12 @@ export function simulate(options: {
 
   const hedging = options.explore ? new Hedging({ minDelayMs: 50, maxDelayMs: 250, percentile: 99 }, clock, () => {}) : undefined;
   /** One request to `endpoint`: the caller's, or an exploration copy. */
-  const dispatch = (endpoint: Endpoint, timed: boolean, cost: number, caller: boolean, then?: () => void): void => {
+  const dispatch = (endpoint: Endpoint, timed: boolean, cost: number, caller: boolean, then?: () => void, loadClass?: string): void => {
     const at = clock.now();
     const i = index.get(endpoint)!;
     picks.push({ at, server: i });
     endpoint.inFlight++;
-    const startedAt = timed ? set.timedStart(endpoint) : NaN;
+    const startedAt = timed ? set.timedStart(endpoint) : loadClass !== undefined ? set.classStart(endpoint) : NaN;
     clock.setTimeout(() => {
       serve(servers[i]!, cost, () => {
         const noise = options.jitterMs ? -Math.log(1 - random()) * options.jitterMs : 0;
@@ -144,7 +149,7 @@ export function simulate(options: {
         };
         const received = (): void => {
           endpoint.inFlight--;
-          set.shortEnded(endpoint, startedAt, false);
+          set.shortEnded(endpoint, startedAt, false, clock.now(), timed ? undefined : loadClass);
           if (!caller) return hedging?.heard(endpoint, clock.now());
           hedging?.answered(endpoint, clock.now() - at);
           done.push({ at, ms: clock.now() - at, server: i });
@@ -155,7 +160,7 @@ export function simulate(options: {
     }, 0.2);
   };
   const send = (then?: () => void): void => {
-    const { timed, cost } = request(sent++);
+    const { timed, cost, loadClass } = request(sent++);
     const endpoint = set.pick({ longRunning: false })!;
     if (hedging && timed && endpoint.lagging && hedging.mayExplore()) {
       const other = set.pick({ longRunning: false, exclude: new Set([endpoint]) });
@@ -166,7 +171,7 @@ export function simulate(options: {
         return dispatch(other, timed, cost, true, then);
       }
     }
-    dispatch(endpoint, timed, cost, true, then);
+    dispatch(endpoint, timed, cost, true, then, loadClass);
   };
 
   const sim: Simulation = {

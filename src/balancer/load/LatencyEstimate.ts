@@ -4,16 +4,21 @@
  * weight `1 − e^(−Δt/τ)`, Finagle's `Ema`). Rising fast and falling slowly is peak-EWMA softened:
  * Finagle and Linkerd reset to any higher sample (the peak), which suits their power of two choices
  * that re-reads in-flight counts per request, but here one stray slow answer would unbalance a
- * weighted order for a whole decay time; at 200 answers a second a single 3× outlier moves this
- * estimate by ~7 %, while a server that really turned slow is followed within ~300 ms. At a few
- * answers a second each sample all but replaces the last, so a rarely used endpoint is judged by
- * its latest answer. A faster fall was tried (τ = 300 ms): a busy machine's stalls then narrow the
+ * weighted order for a whole decay time; a server that really turned slow is followed within
+ * ~300 ms. At a few answers a second each input all but replaces the last, so a rarely used
+ * endpoint is judged by its latest answers (the median of three, see `end`). A faster fall was tried (τ = 300 ms): a busy machine's stalls then narrow the
  * fast endpoints' lead over a slow one for less long (simulated, 40-ms stalls every 300 ms: the
  * slow one's light-load share 1.4 % → 0.6 %), but equal endpoints, saturated, react to every
  * stall (throughput 0.95 → 0.87 of the capacities; round robin 0.965).
  */
 const RISE_MS = 150;
-const FALL_MS = 1_000;
+export const FALL_MS = 1_000;
+/**
+ * The `relative` estimate (LISTs, writes, discovery) follows the median of its last seven samples:
+ * their answers can be as fast as a millisecond, and a busy machine's delays of 20–40 ms came two
+ * and three in a row on one endpoint's connection, which a median of three lets in.
+ */
+export const RELATIVE_MEDIAN_OF = 7;
 /**
  * For this long (ms) after an endpoint's first answer the estimate falls as fast as it rises: a
  * cold client's first answers are slow everywhere (TLS handshakes, JIT, a busy start) and a slow
@@ -22,6 +27,11 @@ const FALL_MS = 1_000;
  * 0.005) and sent it a share of the next second's requests.
  */
 const LEARN_MS = 2_000;
+
+/** The median of three numbers. */
+function median3(a: number, b: number, c: number): number {
+  return a > b ? (b > c ? b : a > c ? c : a) : a > c ? a : b > c ? c : b;
+}
 
 /**
  * One endpoint's observed latency (ms) for requests of one shape — short GETs of one named object,
@@ -51,8 +61,54 @@ export class LatencyEstimate {
   #waitingSince = 0;
   /** Clock time of the first sample. */
   #firstAt = 0;
+
+  /** Since when (clock ms) it has had samples; Infinity before the first. */
+  get sampledSince(): number {
+    return this.value === this.value ? this.#firstAt : Infinity;
+  }
+  /** Time constant of a rise (ms): `RISE_MS` unless given. */
+  readonly #riseMs: number;
+  /**
+   * The last three samples (newest first) and how many of them there are: the moving average
+   * follows their median, so one stray answer, however slow, never enters it (see `end`).
+   */
+  #last = 0;
+  #before = 0;
+  #kept = 0;
   /** Clock time of the last `restart`: requests sent before it give no sample. */
   #restartedAt = -Infinity;
+
+  /**
+   * `riseMs`: how quickly it follows a slower sample (`RISE_MS` by default). The `relative` estimate
+   * of LISTs, writes and discovery rises as slowly as it falls (1 s): their answers are as fast as a
+   * millisecond, where a busy machine's delays of 20–40 ms came two and three in a row on one
+   * endpoint's connection (sequential `/version` GETs in the tests) and a fast rise took them for a
+   * slow endpoint; a real slowdown lasts, and is followed within a second or two.
+   */
+  constructor(riseMs = RISE_MS, medianOf = 3) {
+    this.#riseMs = riseMs;
+    if (medianOf > 3) {
+      this.#ring = new Float64Array(medianOf);
+      this.#sorted = new Float64Array(medianOf);
+    }
+  }
+
+  /** The last samples and a scratch copy, for a median of more than three (`constructor`'s `medianOf`). */
+  readonly #ring: Float64Array | undefined;
+  readonly #sorted: Float64Array | undefined;
+  #ringCount = 0;
+
+  /** The lower median of the last samples, `ms` (the newest) included. */
+  #wideMedian(ms: number): number {
+    const ring = this.#ring!;
+    ring[this.#ringCount % ring.length] = ms;
+    this.#ringCount++;
+    const n = Math.min(this.#ringCount, ring.length);
+    const sorted = this.#sorted!.subarray(0, n);
+    sorted.set(ring.subarray(0, n));
+    sorted.sort();
+    return sorted[(n - 1) >> 1]!;
+  }
 
   /** A timed request starts. */
   begin(now: number): void {
@@ -76,6 +132,7 @@ export class LatencyEstimate {
     this.sampledAt = -Infinity;
     this.answered = false;
     this.load = NaN;
+    this.#kept = 0;
     this.#restartedAt = now;
   }
 
@@ -83,6 +140,13 @@ export class LatencyEstimate {
    * A timed request ended after `ms`. `censored` for an outcome that is no measure of serving time
    * (an error, a 5xx, a 429, the caller giving up): it is at least that slow, so it only counts
    * where it raises the estimate — a fast failure must never make an endpoint look fast.
+   *
+   * The moving average is fed the median of the last three samples, not the sample: its weight per
+   * sample is time-based, so at a few answers a second one sample all but replaced it, and a single
+   * slow answer (a GC pause, one heavy GET) put a healthy endpoint at the weights' floor for
+   * seconds — one 400-ms answer beside 1-ms ones at ~60 req/s halved its share for 3 s, where at thousands a
+   * second it moved nothing. The median lets no lone outlier in at any rate, while a real slowdown
+   * is followed from its second slow answer on (one sample later than before).
    */
   end(now: number, ms: number, censored: boolean): void {
     const seen = this.inFlight;
@@ -99,14 +163,32 @@ export class LatencyEstimate {
         this.load = seen;
         this.sampledAt = now;
         this.#firstAt = now;
+        this.#last = ms;
+        this.#kept = 1;
+        if (this.#ring) {
+          this.#ringCount = 0;
+          this.#wideMedian(ms);
+        }
       }
       return;
     }
     if (censored && ms <= value) return;
-    const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (ms > value || now - this.#firstAt < LEARN_MS ? RISE_MS : FALL_MS));
-    this.value = value + weight * (ms - value);
+    // Of two samples, the lower: a slow one is only believed once another agrees.
+    const kept = this.#kept;
+    const filtered = this.#ring ? this.#wideMedian(ms) : kept >= 2 ? median3(ms, this.#last, this.#before) : kept === 1 ? Math.min(ms, this.#last) : ms;
+    this.#before = this.#last;
+    this.#last = ms;
+    if (kept < 2) this.#kept = kept + 1;
+    const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (filtered > value || now - this.#firstAt < LEARN_MS ? this.#riseMs : FALL_MS));
+    this.value = value + weight * (filtered - value);
     if (!censored) this.load += weight * (seen - this.load);
     this.sampledAt = now;
+  }
+
+  /** A timed request ended that gives no sample at all (its class not yet comparable, see `ClassCosts`). */
+  cancel(now: number): void {
+    if (this.inFlight > 0) this.inFlight--;
+    this.#waitingSince = now;
   }
 
   /**

@@ -13,6 +13,20 @@ export const REWEIGH_MS = 100;
  */
 const DEAD_BAND = 1.35;
 /**
+ * This many ms of an endpoint's excess over the fastest are taken off before the ratio: up to it
+ * the endpoint counts as equal, whatever the ratio.
+ * Apiservers that answer a GET in about a millisecond differ by whatever the client's own event
+ * loop did meanwhile (in `kube-balancer demo` the apiservers share its process: 1.5 against 3 ms
+ * for seconds at a time), and ratios of such costs swung the weights (the demo's after-the-restarts
+ * max/min 1.4–2.3 with the median-of-three estimate alone). A few ms of difference is noise to a
+ * client; a slowdown of 5× of a 1-ms apiserver still shows (1 → 5 ms, factor 0.21), and a slow
+ * server's factor hardly moves (20 → 100 ms: 0.006 for 0.005). Added to both sides of the ratio
+ * instead, it raised that one to 0.008, and a 5× slower endpoint got a request more in nine
+ * seconds at 10 requests a second than the tests allow; kept as a threshold with the ratio as
+ * before (a cliff from 1 to 0.013 at 4 ms against 1), the demo's after-the-restarts max/min was 4.23.
+ */
+const NOISE_MS = 3;
+/**
  * Above the dead band the factor is `(DEAD_BAND / ratio)^STEEPNESS`. Two needs fix it: an
  * apiserver 5× slower than the others must get almost nothing while the others have room (factor
  * 0.005, 0.3 % of the traffic among three, so that not even the 99th percentile waits for it), yet
@@ -47,6 +61,34 @@ const STALE_MS = 3_000;
  */
 const RECOVER_MS = 10_000;
 const MAX_EXCESS = (DEAD_BAND - 1) * Math.exp(RECOVER_MS / STALE_MS);
+/**
+ * The noise margin (ms), dead band and steepness when the weights follow the `relative` estimates
+ * (LISTs, writes, discovery; see `byPointReads`). Those are noisier than GETs of one object: each
+ * answer is rescaled by its class's running mean, and a client that sends no GET of one object is
+ * often one whose requests differ in cost within a class (a LIST of an empty namespace and of a
+ * full one). Sequential `/version` GETs of ~1 ms on a busy test machine gave sustained costs of
+ * 2–8 ms on alike endpoints; with the point reads' margin and band (3 ms, 1.35) the weights swung
+ * (weight 3 of 3/1/1 got 273/114/113 of 500 instead of 300/100/100), and with a band of 2.5 still
+ * 303/101/96. So: 10 ms, a band of 2 and a steeper slope, so that a 5× slower endpoint at 20 ms
+ * still gets almost nothing at light load (20 → 100 ms: (2 / 5)^9, the floor), while saturated
+ * its queue settles where it takes a share near its capacity. Those estimates also follow a median
+ * of seven and rise over a second (`Endpoint.relative`), and are judged only after 16 answers and
+ * a second. The price: a 1-ms discovery GET that turns 5 ms moves nothing.
+ */
+const RELATIVE_NOISE_MS = 10;
+/**
+ * Answers an endpoint's `relative` estimate needs before it is judged: a client's first requests
+ * (its handshakes, a cold JIT) took 18–20 ms on two endpoints against 4 on the third, ~40 requests in.
+ */
+const RELATIVE_MIN_SAMPLES = 16;
+/**
+ * Nor before its first sample is this old (ms): a cold client's first second is slow and uneven
+ * everywhere, and the `relative` estimate, which rises and falls over a second, would carry it.
+ */
+const RELATIVE_WARM_MS = 1_000;
+const RELATIVE_BAND = 2;
+const RELATIVE_STEEPNESS = 9;
+const RELATIVE_MAX_EXCESS = (RELATIVE_BAND - 1) * Math.exp(RECOVER_MS / STALE_MS);
 /**
  * Requests in flight with none finishing for this many times the latency estimate, plus
  * `STALL_MS`: the endpoint stopped answering, and the time it has been silent is its cost until
@@ -107,9 +149,22 @@ function drained(inFlight: number, load: number): number {
 }
 
 /**
- * Sets `loadFactor` (and `lagging`) of every endpoint from its `latency` estimate, relative to the
- * fastest ready endpoint; an endpoint with no estimate yet keeps factor 1. Returns true when some
- * factor moved notably (the picker is to be rebuilt; `lagging` is read per request, not by it).
+ * Whether the weights are to follow the endpoints' `latency` (GETs of one object) rather than their
+ * `relative` estimates (every other short request, `ClassCosts`): when two ready endpoints or more
+ * are judged by it. Of one kind for all, since the two scales do not compare; GETs of one object
+ * first, the same request on every endpoint and no rescaling.
+ */
+function byPointReads(endpoints: readonly Endpoint[]): boolean {
+  let judged = 0;
+  for (const endpoint of endpoints) if (endpoint.state === 'ready' && endpoint.latency.samples >= MIN_SAMPLES && ++judged >= 2) return true;
+  return false;
+}
+
+/**
+ * Sets `loadFactor` (and `lagging`) of every endpoint from its `latency` estimate (or its
+ * `relative` one, see `byPointReads`), relative to the fastest ready endpoint; an endpoint with no
+ * estimate yet keeps factor 1. Returns true when some factor moved notably (the picker is to be
+ * rebuilt; `lagging` is read per request, not by it).
  */
 export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
   const list: Endpoint[] = [];
@@ -119,15 +174,20 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
   /** Whether each cost is of answers (its last timed request was answered, none is stalled): only those may lag. */
   const answers: boolean[] = [];
   let best = Infinity;
-  for (const endpoint of endpoints) {
-    const estimate = endpoint.latency;
-    const silent = estimate.silentFor(now);
-    const value = estimate.samples >= MIN_SAMPLES ? estimate.value : NaN;
+  // Read twice: `endpoints` may be an iterator.
+  const all = [...endpoints];
+  const points = byPointReads(all);
+  for (const endpoint of all) {
+    const estimate = points ? endpoint.latency : endpoint.relative;
+    const value = points ? (estimate.samples >= MIN_SAMPLES ? estimate.value : NaN) : estimate.samples >= RELATIVE_MIN_SAMPLES && now - estimate.sampledSince >= RELATIVE_WARM_MS ? estimate.value : NaN;
     let cost = value * drained(estimate.inFlight, estimate.load);
     let at = estimate.sampledAt;
     let answered = estimate.answered;
-    if (value === value && silent > stallMs(value)) {
-      cost = silent;
+    // A silence is told by GETs of one object only: a LIST may take seconds anywhere.
+    const silent = endpoint.latency.silentFor(now);
+    const stalled = endpoint.latency.samples >= MIN_SAMPLES ? silent > stallMs(endpoint.latency.value) : false;
+    if (value === value && stalled) {
+      cost = points ? silent : cost * (silent / endpoint.latency.value);
       at = now;
       answered = false;
     }
@@ -142,11 +202,13 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
     let factor = 1;
     const cost = costs[i]!;
     const judged = cost === cost && best < Infinity && best > 0;
-    endpoint.lagging = judged && answers[i]! && cost >= LAG_RATIO * best;
+    const noise = points ? NOISE_MS : RELATIVE_NOISE_MS;
+    endpoint.lagging = judged && answers[i]! && cost - noise >= LAG_RATIO * best;
     if (judged) {
-      const excess = Math.min(cost - best, MAX_EXCESS * best) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);
+      const excess = Math.min(Math.max(0, cost - best - noise), (points ? MAX_EXCESS : RELATIVE_MAX_EXCESS) * best) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);
       const ratio = 1 + excess / best;
-      if (ratio > DEAD_BAND) factor = Math.max(MIN_FACTOR, (DEAD_BAND / ratio) ** STEEPNESS);
+      const band = points ? DEAD_BAND : RELATIVE_BAND;
+      if (ratio > band) factor = Math.max(MIN_FACTOR, (band / ratio) ** (points ? STEEPNESS : RELATIVE_STEEPNESS));
     }
     const old = endpoint.loadFactor;
     if (factor === old) return;
