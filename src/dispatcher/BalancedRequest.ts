@@ -27,17 +27,7 @@ type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
 /**
  * One caller request across its attempts. A retry goes to another endpoint, never the same one
- * twice, and only where the design's retry-safety table allows:
- * - nothing sent (the attempt never handed the request to a connection, whatever the errno; a
- *   stream an HTTP/2 GOAWAY or REFUSED_STREAM says was not processed): any method;
- * - 429 from API Priority and Fairness or a shutting-down apiserver, and the default shutdown's 503
- *   "apiserver is shutting down" (`isShutdown503`, told by its body, which is read whole first when
- *   the method may not be repeated): any method (the apiserver rejected the request before running
- *   it) — except the Eviction API, whose 429 is an answer; a throttled request only to an endpoint
- *   that is not resting or draining itself;
- * - reset after the request was written, 5xx, request timeout: GET and HEAD only; for a short GET
- *   or HEAD that includes a connection broken mid-response, as its response is held back until
- *   complete (up to `maxHeldResponse` bytes).
+ * twice, and only where the retry-safety table allows (`retrySafety.ts`).
  * A response that reached the caller is never retried, so a watch is never resumed mid-stream.
  *
  * A watch's event stream is passed on whole events at a time (framed by its content type: JSON

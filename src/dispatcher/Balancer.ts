@@ -301,8 +301,8 @@ export class Balancer extends undici.Dispatcher {
         if (pickChannel.hasSubscribers) {
           pickChannel.publish({ balancer: this, request: request.describe(), endpoint: endpoint.info(), attempt, longRunning });
         }
-        if (request instanceof BalancedRequest) accounts.started(endpoint, longRunning, request.timed, sentAt, request.loadClass);
-        else accounts.started(endpoint, longRunning, false, sentAt);
+        const balanced = request instanceof BalancedRequest ? request : undefined;
+        accounts.started(endpoint, longRunning, balanced?.timed ?? false, sentAt, balanced?.loadClass);
       },
       attemptEnded: (endpoint, longRunning, outcome, startedAt = NaN, loadClass) => accounts.ended(endpoint, longRunning, outcome, startedAt, loadClass),
       retrying: (from, to, reason, attempt, request) => {
@@ -416,10 +416,7 @@ export class Balancer extends undici.Dispatcher {
     const waiting = this.#waiting;
     this.#readyWaiters = [];
     this.#waiting = [];
-    for (const waiter of readyWaiters) {
-      if (error) waiter.reject(error);
-      else waiter.resolve();
-    }
+    for (const waiter of readyWaiters) if (error) waiter.reject(error); else waiter.resolve();
     for (const run of waiting) run();
   }
 

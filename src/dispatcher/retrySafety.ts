@@ -1,8 +1,18 @@
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import type { FailureKind, RetryReason } from '../health/outcome.ts';
 
-// The rules of the design's retry-safety table that depend on the request and the failure alone;
-// `BalancedRequest` applies them per attempt.
+// The design's retry-safety table; the rules that depend on the request and the failure alone are
+// here, and `BalancedRequest` applies them per attempt. A retry is allowed after:
+// - nothing sent (the attempt never handed the request to a connection, whatever the errno; a
+//   stream an HTTP/2 GOAWAY or REFUSED_STREAM says was not processed): any method;
+// - 429 from API Priority and Fairness or a shutting-down apiserver, and the default shutdown's 503
+//   "apiserver is shutting down" (`isShutdown503`, told by its body, read for at most 1 s first when
+//   the method may not be repeated): any method (the apiserver rejected the request before running
+//   it) — except the Eviction API, whose 429 is an answer; a throttled request only to an endpoint
+//   that is not resting or draining itself;
+// - reset after the request was written, 5xx, request timeout: GET and HEAD only; for a short GET
+//   or HEAD that includes a connection broken mid-response, as its response is held back until
+//   complete (up to `maxHeldResponse` bytes).
 
 /** GET and HEAD may run twice: after a reset once written, a 5xx or a request timeout they are retried. */
 export function isIdempotent(method: string): boolean {
