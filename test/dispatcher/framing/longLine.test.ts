@@ -97,7 +97,7 @@ test.serial('a 16 MiB event through the balancer takes about as long as through 
     await read(balancer, 60_000);
     const plain = await read(pool, 60_000);
     // Generous, so a busy machine cannot flake it: the quadratic framer took ~160× a plain Pool.
-    const deadline = Math.max(5_000, 10 * plain.ms);
+    const deadline = Math.ceil(Math.max(5_000, 10 * plain.ms));
     const balanced = await read(balancer, deadline).catch((error: unknown) => t.fail(`not read within ${deadline.toFixed(0)} ms (a plain Pool: ${plain.ms.toFixed(0)} ms): ${String(error)}`));
     if (!balanced) return;
     t.is(balanced.bytes, event.length);
