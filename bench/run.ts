@@ -11,6 +11,7 @@ const suites: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
   spread: () => import('./spread.ts'),
   dns: () => import('./dns.ts'),
   proxy: () => import('./proxy.ts'),
+  proxycpu: () => import('./proxyCpu.ts'),
 };
 
 const wanted = process.argv.slice(2);
