@@ -1,10 +1,10 @@
-import type { Clock } from '../clock.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import { LAST_RESORT, type EndpointAddress } from '../resolver/Resolver.ts';
 import { endpointKey } from '../net/endpointKey.ts';
 import { Candidates } from './Candidates.ts';
 import { Endpoint } from './Endpoint.ts';
 import { ClassCosts } from './load/ClassCosts.ts';
-import { REWEIGH_MS, reweigh } from './load/LoadWeights.ts';
+import { OWN_LAG_WINDOW_MS, REWEIGH_MS, reweigh } from './load/LoadWeights.ts';
 import type { Picker, PickRequest, Policy } from './Picker.ts';
 import { SchedulePicker } from './SchedulePicker.ts';
 import { EarliestDeadline } from './schedule/EarliestDeadline.ts';
@@ -18,6 +18,11 @@ import { SmoothWeighted } from './schedule/SmoothWeighted.ts';
  * its smoother order with one heavy endpoint (EDF sends the light ones in bursts when deadlines meet).
  */
 export const SMOOTH_MAX_CANDIDATES = 16;
+
+/** The largest lag (ms) of this process's event loop since a `performance.now()` time. */
+interface OwnLag {
+  maxSince(since: number): number;
+}
 
 export interface PickerOptions {
   policy: Policy;
@@ -59,9 +64,16 @@ export class EndpointSet {
   /** The scale on which every other short request's latency compares endpoints (`Endpoint.relative`). */
   readonly #classes = new ClassCosts();
 
-  /** `options`: the balancer's (validated, with its defaults). */
-  constructor(clock: Clock, options: PickerOptions) {
+  /** How late our own event loop ran (health/LagMonitor): latency differences up to it are ours, not the endpoints'. */
+  readonly #ownLag: OwnLag | undefined;
+
+  /**
+   * `options`: the balancer's (validated, with its defaults); `ownLag`: see `reweigh`, heeded on the
+   * system clock only (the lag is real time: a fake clock's simulations keep their exact figures).
+   */
+  constructor(clock: Clock, options: PickerOptions, ownLag?: OwnLag) {
     this.#clock = clock;
+    this.#ownLag = clock === systemClock ? ownLag : undefined;
     this.#options = { policy: options.policy, slowStartMs: options.slowStartMs, panicThreshold: options.panicThreshold };
     this.#loadAware = this.#options.policy === 'weighted-round-robin';
   }
@@ -135,7 +147,7 @@ export class EndpointSet {
     }
     if (!this.#loadAware || now - this.#reweighedAt < REWEIGH_MS) return;
     this.#reweighedAt = now;
-    if (reweigh(this.#endpoints.values(), now)) this.rebuild();
+    if (reweigh(this.#endpoints.values(), now, this.#ownLag?.maxSince(performance.now() - OWN_LAG_WINDOW_MS) ?? 0)) this.rebuild();
   }
 
   #classEnded(endpoint: Endpoint, loadClass: string, ms: number, censored: boolean, now: number): void {

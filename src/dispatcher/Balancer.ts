@@ -86,7 +86,7 @@ export class Balancer extends undici.Dispatcher {
       this.#options.maxEndpoints,
     );
     this.#undici = this.#options.undici ?? undici;
-    this.#set = new EndpointSet(clock, this.#options);
+    this.#set = new EndpointSet(clock, this.#options, this.#lag);
     this.#pools = new EndpointPools(this.#undici, this.#options, tls, (event, origin, targets, error) =>
       this.#emit(event, origin, [this, ...targets], error),
     );

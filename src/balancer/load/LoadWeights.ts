@@ -123,6 +123,11 @@ const MIN_SAMPLES = 5;
  * copy sent there would only hang.
  */
 const LAG_RATIO = 2.5;
+/**
+ * How far back (ms) our own event-loop lag counts as noise (`reweigh`'s `ownLagMs`): an estimate
+ * falls with a time constant of `FALL_MS` (1 s), so a sample our stall delayed weighs for about two.
+ */
+export const OWN_LAG_WINDOW_MS = 2_000;
 /** Factors that moved by less than this ratio do not rebuild the picker. */
 const NOTABLE = 1.1;
 
@@ -165,8 +170,13 @@ function byPointReads(endpoints: readonly Endpoint[]): boolean {
  * `relative` one, see `byPointReads`), relative to the fastest ready endpoint; an endpoint with no
  * estimate yet keeps factor 1. Returns true when some factor moved notably (the picker is to be
  * rebuilt; `lagging` is read per request, not by it).
+ * `ownLagMs`: how late this process's own event loop ran lately (`OWN_LAG_WINDOW_MS`). An answer
+ * waits for a stalled or CPU-starved loop before it is timed, so every sample carries up to that
+ * much of ours, unevenly: it widens the noise margin. Without it a starved `kube-balancer proxy`
+ * (three alike apiservers, its answers 30–1,400 ms late) read its own queueing as the apiservers'
+ * latency and spread its requests 2.3–2.4× max/min.
  */
-export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
+export function reweigh(endpoints: Iterable<Endpoint>, now: number, ownLagMs = 0): boolean {
   const list: Endpoint[] = [];
   const costs: number[] = [];
   /** Since when each cost holds: the last sample, or now for a silence. */
@@ -202,7 +212,7 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number): boolean {
     let factor = 1;
     const cost = costs[i]!;
     const judged = cost === cost && best < Infinity && best > 0;
-    const noise = points ? NOISE_MS : RELATIVE_NOISE_MS;
+    const noise = (points ? NOISE_MS : RELATIVE_NOISE_MS) + ownLagMs;
     endpoint.lagging = judged && answers[i]! && cost - noise >= LAG_RATIO * best;
     if (judged) {
       const excess = Math.min(Math.max(0, cost - best - noise), (points ? MAX_EXCESS : RELATIVE_MAX_EXCESS) * best) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);
