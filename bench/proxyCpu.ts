@@ -100,6 +100,8 @@ export async function run(): Promise<ProxyCpuRun> {
       const { ms, failed } = await paced(pool, REQUESTS);
       const cpu = processCpuUs(child.pid!) - before - idleMsPerS * (performance.now() - from);
       const seen = await cluster.call<number[]>('counts');
+      // BENCH_DEBUG: the proxy's own metrics (ejections, hedges, retries) after the run.
+      if (process.env.BENCH_DEBUG) console.log(await (await pool.request({ path: '/.kube-balancer/metrics', method: 'GET' })).body.text());
       await pool.close();
       const result: ProxyCpuRun = {
         startedAt,
