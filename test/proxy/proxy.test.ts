@@ -65,6 +65,20 @@ test('a watch reaches the client event by event, with no idle timeout, and a cre
   t.false(watch.ended(), 'the watch stays open');
 });
 
+test('a client that closes its watch ends the upstream watch too', async (t) => {
+  const { cluster, proxy, close } = await proxiedCluster();
+  t.teardown(close);
+  const open = (): number => cluster.instances.reduce((sum, i) => sum + i.counters.openWatches, 0);
+  const agent = new undici.Agent({ bodyTimeout: 0 });
+  t.teardown(() => agent.close());
+  const watch = await rawWatch(`${proxy.url!}${LIST}?watch=true`, agent, {});
+  t.is(watch.res.statusCode, 200);
+  await until(() => open() === 1, { what: 'the watch open on an apiserver' });
+  watch.close();
+  await until(() => open() === 0, { timeoutMs: 5_000, what: 'the upstream watch ended with the client' });
+  t.pass();
+});
+
 test('a watch on an apiserver that shuts down ends cleanly through the proxy, so the client watches again elsewhere', async (t) => {
   const { cluster, proxy, close } = await proxiedCluster();
   t.teardown(close);
