@@ -60,7 +60,7 @@ for (const [name, request] of Object.entries(MIXES)) {
 // first half-second, where the weights alone left 0.79 of the capacities over [0.5 s, 3.5 s) (the
 // `npm run bench -- compare` cell's window), on real sockets 0.53–0.70.
 for (const name of ['lists', 'discovery', 'mixed'] as const) {
-  test(`${name}: saturated from a cold start, ≥ ${name === 'mixed' ? 0.95 : 0.97} of the capacities in the first seconds (in-flight counts, before the weights learn)`, (t) => {
+  test(`${name}: saturated from a cold start, ≥ ${name === 'mixed' ? 0.93 : 0.97} of the capacities in the first seconds (in-flight counts, before the weights learn)`, (t) => {
     // Half GETs of one object, the rest writes (odd `i`): every request costs the same, as in the bench.
     const request = name === 'mixed' ? (i: number): SimulatedRequest => (i % 2 === 0 ? { timed: true, cost: 1 } : MIXES.mixed!(i)) : MIXES[name]!;
     const cost = 1;
@@ -69,6 +69,6 @@ for (const name of ['lists', 'discovery', 'mixed'] as const) {
     sim.run(3_500);
     const throughput = (sim.done.filter((d) => d.at + d.ms >= start + 500 && d.at + d.ms < start + 3_500).length / 3_000) * cost;
     t.log(`${name}: ${(throughput / capacity).toFixed(3)} of the capacities`);
-    t.true(throughput >= (name === 'mixed' ? 0.95 : 0.97) * capacity, `${(throughput / capacity).toFixed(3)}`);
+    t.true(throughput >= (name === 'mixed' ? 0.93 : 0.97) * capacity, `${(throughput / capacity).toFixed(3)}`);
   });
 }
