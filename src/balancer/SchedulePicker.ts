@@ -12,7 +12,7 @@ import type { Schedule } from './schedule/Schedule.ts';
  * enough to keep its server's seats busy: the throughput is whatever every server can serve.
  */
 const QUEUE_LEAD = 2;
-const QUEUE_FLOOR = 2;
+const QUEUE_FLOOR = 4;
 
 /**
  * Picks from one `Candidates` snapshot: short requests in the schedule's weighted order (or by
