@@ -72,3 +72,15 @@ for (const name of ['lists', 'discovery', 'mixed'] as const) {
     t.true(throughput >= (name === 'mixed' ? 0.93 : 0.97) * capacity, `${(throughput / capacity).toFixed(3)}`);
   });
 }
+
+// Before an endpoint's relative estimate is warm (16 answers and a second), a gross difference is
+// judged already (after 6 answers, 20 ms off the excess): judged only once warm, a 100-ms server
+// got a third of the LISTs of the first second and a trickle after, 3.5 % of [0.5 s, 10.5 s).
+test('LISTs only, light load from a cold start: the 5× slower endpoint gets under 2.5 % of [0.5 s, 10.5 s)', (t) => {
+  const sim = simulate({ serviceMs: [20, 20, 100], rate: 110, request: MIXES.lists! });
+  const start = sim.clock.now();
+  sim.run(10_500);
+  const share = sim.share(2, start + 500, start + 10_500);
+  t.log(`slow share ${share.toFixed(4)}`);
+  t.true(share < 0.025, `${share.toFixed(4)}`);
+});
