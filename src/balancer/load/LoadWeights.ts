@@ -72,8 +72,8 @@ const MAX_EXCESS = (DEAD_BAND - 1) * Math.exp(RECOVER_MS / STALE_MS);
  * 303/101/96. So: 10 ms, a band of 2 and a steeper slope, so that a 5× slower endpoint at 20 ms
  * still gets almost nothing at light load (20 → 100 ms: (2 / 5)^9, the floor), while saturated
  * its queue settles where it takes a share near its capacity. Those estimates also follow a median
- * of seven and rise over a second (`Endpoint.relative`), and are judged only after 16 answers and
- * a second. The price: a 1-ms discovery GET that turns 5 ms moves nothing.
+ * of seven and rise over a second (`Endpoint.relative`), and are judged finely only after 16 answers and
+ * a second (grossly from the 6th, `RELATIVE_COLD_NOISE_MS`). The price: a 1-ms discovery GET that turns 5 ms moves nothing.
  */
 const RELATIVE_NOISE_MS = 10;
 /**
