@@ -22,7 +22,8 @@ export interface Picker {
 
 /**
  * - `weighted-round-robin`: the round robin, each endpoint's weight also scaled by its observed load
- *   (latency of short GETs, requests stuck in flight), recomputed a few times a second.
+ *   (latency of short GETs, requests stuck in flight), recomputed a few times a second; a pick goes
+ *   round an endpoint whose short requests in flight pile up (far more than a random other's).
  * - `round-robin`: weighted, deterministic order (smooth weighted round robin or earliest deadline
  *   first), by SRV weight, health and slow start only.
  * - `least-request`: power of two choices between the round robin's next endpoint and a random one,

@@ -4,6 +4,17 @@ import type { Picker, PickRequest, Policy } from './Picker.ts';
 import type { Schedule } from './schedule/Schedule.ts';
 
 /**
+ * The load-aware pick (`#lessQueued`) leaves the weighted order only for an endpoint with less
+ * than 1/`QUEUE_LEAD` of the in-flight requests per unit of weight, each count raised by
+ * `QUEUE_FLOOR`: alike endpoints, lightly loaded or saturated, stay in the order's exact cycles
+ * (their counts differ by a request or two), while a queue that piles up at one endpoint is
+ * bypassed at once. Saturated, a queue bypassed this way still holds about twice the others',
+ * enough to keep its server's seats busy: the throughput is whatever every server can serve.
+ */
+const QUEUE_LEAD = 2;
+const QUEUE_FLOOR = 4;
+
+/**
  * Picks from one `Candidates` snapshot: short requests in the schedule's weighted order (or by
  * power of two choices), long-running ones by open streams, retries never on an endpoint tried before.
  */
@@ -14,6 +25,7 @@ export class SchedulePicker implements Picker {
   readonly #streamWeights: Float64Array;
   readonly #schedule: Schedule;
   readonly #leastRequest: boolean;
+  readonly #loadAware: boolean;
   /** xorshift32 state: `Math.random()` would allocate a heap number per pick. */
   readonly #random = Int32Array.of(Math.floor(Math.random() * 0x7fffffff) | 1);
 
@@ -24,6 +36,7 @@ export class SchedulePicker implements Picker {
     this.#streamWeights = candidates.streamWeights;
     this.#schedule = schedule;
     this.#leastRequest = policy === 'least-request';
+    this.#loadAware = policy === 'weighted-round-robin';
   }
 
   pick(request: PickRequest): Endpoint | undefined {
@@ -34,6 +47,7 @@ export class SchedulePicker implements Picker {
       return i < 0 ? this.#fromReserve(exclude) : this.#endpoints[i];
     }
     if (this.#leastRequest) return this.#lessLoaded();
+    if (this.#loadAware) return this.#lessQueued();
     return this.#endpoints[this.#schedule.next()];
   }
 
@@ -105,6 +119,40 @@ export class SchedulePicker implements Picker {
     const ea = endpoints[a]!;
     const eb = endpoints[b]!;
     return eb.inFlight * wa < ea.inFlight * wb ? eb : ea;
+  }
+
+  /**
+   * The load-aware policy's pick: the weighted order's next endpoint, unless one other drawn at
+   * random has far fewer short requests in flight per unit of weight (`QUEUE_LEAD`). The weights follow latency, which takes answers to learn
+   * (a second or two for LISTs, writes and discovery, compared per class) and compares nothing while
+   * every endpoint is queueing; in-flight counts are there from the first request: saturated, a
+   * slow endpoint's requests pile up and the random choice goes elsewhere (issue 27: LISTs only,
+   * 0.53 of the capacities on real sockets with the weights alone). Sequential requests (none
+   * in flight) and even load keep the weighted order exactly; an endpoint the weights put near 0
+   * stays out at light load, though it has fewer in flight than a busy fast one.
+   * Only short requests count: a watch is no load to compare.
+   */
+  #lessQueued(): Endpoint {
+    const endpoints = this.#endpoints;
+    const a = this.#schedule.next();
+    const n = endpoints.length;
+    if (n === 1) return endpoints[a]!;
+    let b = this.#nextRandom(n - 1);
+    if (b >= a) b++;
+    const ea = endpoints[a]!;
+    const eb = endpoints[b]!;
+    const fa = ea.latency.inFlight + ea.relative.inFlight;
+    const fb = eb.latency.inFlight + eb.relative.inFlight;
+    if (fb >= fa) return ea;
+    const candidates = this.#candidates;
+    let wa = this.#weights[a]!;
+    let wb = this.#weights[b]!;
+    if (candidates.ramping) {
+      const now = candidates.now();
+      wa = candidates.weightAt(a, now);
+      wb = candidates.weightAt(b, now);
+    }
+    return (fb + QUEUE_FLOOR) * QUEUE_LEAD * wa < (fa + QUEUE_FLOOR) * wb ? eb : ea;
   }
 
   /**

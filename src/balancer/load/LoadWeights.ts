@@ -72,8 +72,8 @@ const MAX_EXCESS = (DEAD_BAND - 1) * Math.exp(RECOVER_MS / STALE_MS);
  * 303/101/96. So: 10 ms, a band of 2 and a steeper slope, so that a 5× slower endpoint at 20 ms
  * still gets almost nothing at light load (20 → 100 ms: (2 / 5)^9, the floor), while saturated
  * its queue settles where it takes a share near its capacity. Those estimates also follow a median
- * of seven and rise over a second (`Endpoint.relative`), and are judged only after 16 answers and
- * a second. The price: a 1-ms discovery GET that turns 5 ms moves nothing.
+ * of seven and rise over a second (`Endpoint.relative`), and are judged finely only after 16 answers and
+ * a second (grossly from the 6th, `RELATIVE_COLD_NOISE_MS`). The price: a 1-ms discovery GET that turns 5 ms moves nothing.
  */
 const RELATIVE_NOISE_MS = 10;
 /**
@@ -86,6 +86,15 @@ const RELATIVE_MIN_SAMPLES = 16;
  * everywhere, and the `relative` estimate, which rises and falls over a second, would carry it.
  */
 const RELATIVE_WARM_MS = 1_000;
+/**
+ * Before that, an endpoint is judged on gross differences only: after this many answers, with this
+ * many ms off its excess. A saturated or light client's first second at plain round robin sent a
+ * 100-ms server a third of its LISTs (on the fake clock 28 in the first second at 110 req/s, 3.5 %
+ * of the next ten seconds' requests with the trickle after: the p99 was that server's); a cold
+ * start's unevenness (18–20 ms against 4) stays inside the margin.
+ */
+const RELATIVE_COLD_SAMPLES = 6;
+const RELATIVE_COLD_NOISE_MS = 20;
 const RELATIVE_BAND = 2;
 const RELATIVE_STEEPNESS = 9;
 const RELATIVE_MAX_EXCESS = (RELATIVE_BAND - 1) * Math.exp(RECOVER_MS / STALE_MS);
@@ -183,13 +192,17 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number, ownLagMs = 0
   const since: number[] = [];
   /** Whether each cost is of answers (its last timed request was answered, none is stalled): only those may lag. */
   const answers: boolean[] = [];
+  /** The ms taken off each endpoint's excess (its estimate's noise margin). */
+  const noises: number[] = [];
   let best = Infinity;
   // Read twice: `endpoints` may be an iterator.
   const all = [...endpoints];
   const points = byPointReads(all);
   for (const endpoint of all) {
     const estimate = points ? endpoint.latency : endpoint.relative;
-    const value = points ? (estimate.samples >= MIN_SAMPLES ? estimate.value : NaN) : estimate.samples >= RELATIVE_MIN_SAMPLES && now - estimate.sampledSince >= RELATIVE_WARM_MS ? estimate.value : NaN;
+    const warm = estimate.samples >= RELATIVE_MIN_SAMPLES && now - estimate.sampledSince >= RELATIVE_WARM_MS;
+    const value = points ? (estimate.samples >= MIN_SAMPLES ? estimate.value : NaN) : estimate.samples >= RELATIVE_COLD_SAMPLES ? estimate.value : NaN;
+    noises.push(points ? NOISE_MS : warm ? RELATIVE_NOISE_MS : RELATIVE_COLD_NOISE_MS);
     let cost = value * drained(estimate.inFlight, estimate.load);
     let at = estimate.sampledAt;
     let answered = estimate.answered;
@@ -212,7 +225,7 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number, ownLagMs = 0
     let factor = 1;
     const cost = costs[i]!;
     const judged = cost === cost && best < Infinity && best > 0;
-    const noise = (points ? NOISE_MS : RELATIVE_NOISE_MS) + ownLagMs;
+    const noise = noises[i]! + ownLagMs;
     endpoint.lagging = judged && answers[i]! && cost - noise >= LAG_RATIO * best;
     if (judged) {
       const excess = Math.min(Math.max(0, cost - best - noise), (points ? MAX_EXCESS : RELATIVE_MAX_EXCESS) * best) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);

@@ -54,3 +54,33 @@ for (const [name, request] of Object.entries(MIXES)) {
     t.true(worstWindow(even.picks.map((p) => p.server), [1, 1, 1], 30) <= 1);
   });
 }
+
+// The weights need answers (a class counts after 32, an endpoint after 16 and a second); in-flight
+// counts do not: from a cold start, a saturated client keeps every server's seats busy within the
+// first half-second, where the weights alone left 0.79 of the capacities over [0.5 s, 3.5 s) (the
+// `npm run bench -- compare` cell's window), on real sockets 0.53–0.70.
+for (const name of ['lists', 'discovery', 'mixed'] as const) {
+  test(`${name}: saturated from a cold start, ≥ ${name === 'mixed' ? 0.93 : 0.97} of the capacities in the first seconds (in-flight counts, before the weights learn)`, (t) => {
+    // Half GETs of one object, the rest writes (odd `i`): every request costs the same, as in the bench.
+    const request = name === 'mixed' ? (i: number): SimulatedRequest => (i % 2 === 0 ? { timed: true, cost: 1 } : MIXES.mixed!(i)) : MIXES[name]!;
+    const cost = 1;
+    const sim = simulate({ serviceMs: [20, 20, 100], concurrency: 64, request });
+    const start = sim.clock.now();
+    sim.run(3_500);
+    const throughput = (sim.done.filter((d) => d.at + d.ms >= start + 500 && d.at + d.ms < start + 3_500).length / 3_000) * cost;
+    t.log(`${name}: ${(throughput / capacity).toFixed(3)} of the capacities`);
+    t.true(throughput >= (name === 'mixed' ? 0.93 : 0.97) * capacity, `${(throughput / capacity).toFixed(3)}`);
+  });
+}
+
+// Before an endpoint's relative estimate is warm (16 answers and a second), a gross difference is
+// judged already (after 6 answers, 20 ms off the excess): judged only once warm, a 100-ms server
+// got a third of the LISTs of the first second and a trickle after, 3.5 % of [0.5 s, 10.5 s).
+test('LISTs only, light load from a cold start: the 5× slower endpoint gets under 2.5 % of [0.5 s, 10.5 s)', (t) => {
+  const sim = simulate({ serviceMs: [20, 20, 100], rate: 110, request: MIXES.lists! });
+  const start = sim.clock.now();
+  sim.run(10_500);
+  const share = sim.share(2, start + 500, start + 10_500);
+  t.log(`slow share ${share.toFixed(4)}`);
+  t.true(share < 0.025, `${share.toFixed(4)}`);
+});
