@@ -29,6 +29,12 @@ export interface Facts {
   leftOpen: readonly string[];
   /** Request ids an instance still served when its drain was cut short, and when (see ChaosCluster's `Stuck`). */
   stuck?: readonly { instance: number; at: number; ids: readonly string[] }[];
+  /**
+   * Request ids the simulator answered with a 200 whose body never ends (`endless-body`). Once the
+   * status went to the caller no client may retry (the caller may have read part of the body), and
+   * one connection hangs alike: such a read is held to its deadline by its own answer, not by the balancer.
+   */
+  endless?: ReadonlySet<string>;
   heapMb: number;
   heapLimitMb: number;
   /** The balancer's `maxAttempts`. */
@@ -74,7 +80,7 @@ export function check(facts: Facts): { violations: Violation[]; judgements: Judg
       judgements.push(judgement);
       if (!judgement.justified) violations.push({ invariant: 'unjustified-failure', id: r.id, detail: judgement.why });
     }
-    if (r.op === 'get' || r.op === 'list' || r.op === 'discovery') {
+    if ((r.op === 'get' || r.op === 'list' || r.op === 'discovery') && !facts.endless?.has(r.id)) {
       const service = Math.max(0, ...facts.windows.filter((w) => w.from < r.end && w.to > r.start).map((w) => w.serviceMs));
       const waited = r.end - r.start;
       if (waited > service + WAIT_BOUND_MS && up.length > 0) {
@@ -114,6 +120,7 @@ function judge(r: RequestRecord, facts: Facts, up: number[], faultsOn: (i: numbe
   const ok = (why: string): Judgement => ({ id: r.id, justified: true, why: `${r.id} (${r.op}, ${what}): ${why}${context}` });
   const bad = (why: string): Judgement => ({ id: r.id, justified: false, why: `${r.id} (${r.op}, ${what}): ${why}${context}` });
   if (up.length === 0) return ok(`no endpoint stayed healthy during it (${kinds(range(facts.instances))})`);
+  if (facts.endless?.has(r.id) && r.status === 200 && r.deadline) return ok(`its answer was a 200 whose body never ended (endless-body at ${at}): delivered, so no client may retry it`);
   const healthyNote = `while ${up.map((i) => `#${i}`).join(',')} stayed healthy`;
   if (r.op === 'watch') {
     const moved = (facts.rebalances ?? []).find((m) => reached.includes(m.from) && m.time >= r.start - 50 && m.time <= r.end + 50);

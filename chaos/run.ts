@@ -103,6 +103,7 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
     instances: cc.instances.length,
     executions: cc.executions,
     arrivedAt: cc.arrivedAt,
+    endless: new Set(cc.hooks.flatMap((hooks) => [...hooks.endless])),
     ejections,
     rebalances,
     stuck,

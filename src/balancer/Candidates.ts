@@ -92,7 +92,8 @@ export class Candidates {
    *   and every endpoint that is not removed is a candidate, each level weighted by its size, so
    *   weights of different levels (which SRV never compares) do not decide — except endpoints that
    *   refused or never answered a connection (`unreachable`), which no health check misjudged,
-   *   unless every endpoint is such.
+   *   unless every endpoint is such. Those stay in the reserve: a retry that tried every candidate
+   *   goes there rather than fail (a restarted apiserver serves before a probe restores it).
    */
   static select(endpoints: Iterable<Endpoint>, options: SelectOptions, clock: Clock): Candidates {
     const listed: Endpoint[] = [];
@@ -148,6 +149,7 @@ export class Candidates {
       }
       if (weighted) reserve.push(...usable.filter((e) => e.weight === 0));
     });
+    if (panic) reserve.push(...listed.filter((e) => e.unreachable));
     return new Candidates(chosen, weights, streamWeights, reserve, panic, options, clock);
   }
 
@@ -182,6 +184,7 @@ export class Candidates {
       streamWeights.push(steady);
     }
     if (weighted) for (const endpoint of usable) if (endpoint.weight === 0) reserve.push(endpoint);
+    if (panic && usable !== level) for (const endpoint of level) if (endpoint.unreachable) reserve.push(endpoint);
     return new Candidates(chosen, weights, streamWeights, reserve, panic, options, clock);
   }
 

@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'node:events';
+import { constants as h2, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import type { Dispatcher, Pool } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import type { UndiciModule } from '../options/BalancerOptions.ts';
@@ -154,9 +155,32 @@ export class EndpointPools {
       h2Options: { pingInterval: this.#options.pingInterval },
       connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
     });
+    (pool as EventEmitter).on('connect', (_url: URL, targets: readonly Dispatcher[]) => targets.forEach(ownOrphanStreams));
     for (const event of ['connect', 'disconnect', 'connectionError']) {
       (pool as EventEmitter).on(event, (url: URL, targets: readonly Dispatcher[], error?: Error) => this.#forward(event, url, targets, error));
     }
     return pool;
   }
+}
+
+const ownedSessions = new WeakSet<ClientHttp2Session>();
+const ignore = (): void => {};
+
+/**
+ * An abandoned request (the caller's abort, a copy superseded, an attempt moved off a silent
+ * endpoint) whose stream undici destroys before its write side finished is never reset at the
+ * apiserver; when the answer's headers come, Node makes a new stream for them that nobody owns,
+ * and closing the balancer (undici destroys the session) errored it with no listener: an uncaught
+ * `ClientDestroyedError`. Such a stream is reset at once and its errors dropped. The session is
+ * undici's (`Symbol(http2Session)` on its client), reached only here.
+ */
+function ownOrphanStreams(target: Dispatcher): void {
+  const key = Object.getOwnPropertySymbols(target).find((symbol) => symbol.description === 'http2Session');
+  const session = key && (target as unknown as Record<symbol, ClientHttp2Session | null>)[key];
+  if (!session || ownedSessions.has(session)) return;
+  ownedSessions.add(session);
+  session.on('stream', (stream: ClientHttp2Stream) => {
+    stream.on('error', ignore);
+    stream.close(h2.NGHTTP2_CANCEL);
+  });
 }

@@ -112,3 +112,13 @@ test('a request its caller was done with that still runs on a draining apiserver
   t.true(violations.some((v) => v.invariant === 'abandoned-still-running' && v.id === 'g3'));
   t.false(violations.some((v) => v.id === 'unknown'));
 });
+
+test("a read held to its deadline by its own endless 200 breaks neither the wait bound nor the failure rule; another read's wait does", (t) => {
+  const held = { start: 1_000, end: 9_001, deadline: true, status: 200, error: 'caller deadline' };
+  const records = [record('g1', 'get', held), record('g2', 'get', held)];
+  const { violations } = check(facts({ records, windows: [window('endless-body', 1)], arrivedAt: new Map([['g1', new Set([1])], ['g2', new Set([1])]]), endless: new Set(['g1']) }));
+  t.deepEqual(
+    violations.map((v) => [v.invariant, v.id]),
+    [['unjustified-failure', 'g2'], ['wait-bound', 'g2']],
+  );
+});
