@@ -6,7 +6,7 @@ import { classifyError } from '../health/classifyError.ts';
 import { keepRejectionBody, REJECTION_BODY_BYTES } from '../health/rejections.ts';
 import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
 import { BodyTimer, type Reader } from './BodyTimer.ts';
-import { fitsHold, REJECTION_READ_BYTES, REJECTION_READ_MS } from './HoldBack.ts';
+import { fitsHold, HOLD_MS, REJECTION_READ_BYTES, REJECTION_READ_MS } from './HoldBack.ts';
 import type { RequestHost } from './RequestHost.ts';
 
 type Handler = Dispatcher.DispatchHandler;
@@ -173,7 +173,7 @@ export class Attempt extends BodyTimer implements Handler {
       if (request.holdable && fitsHold(headers['content-length'], request.host.maxHeldResponse)) {
         this.#holding = true;
         this.#statusMessage = statusMessage;
-        return;
+        return this.#bound(HOLD_MS);
       }
       request.commit();
       if (request.watch && statusCode < 300) request.watchStarted(this, headers['content-type']);
@@ -197,12 +197,7 @@ export class Attempt extends BodyTimer implements Handler {
       this.#heldBytes += chunk.length;
       if (this.#heldBytes <= this.#request.host.maxHeldResponse) return;
       // Too large to hold: it streams from here on, and is no longer retried.
-      this.#holding = false;
-      const request = this.#request;
-      request.commit();
-      if (request.finished) return;
-      this.passHead(request.downstream, request);
-      return this.passBody(request.downstream, request);
+      return this.#releaseHeld();
     }
     const inspected = this.#inspected;
     if (inspected) {
@@ -286,6 +281,17 @@ export class Attempt extends BodyTimer implements Handler {
     return this.#heldFirst !== undefined;
   }
 
+  /** Hands a held response over as it is (head, then what was held); its rest streams on and it is no longer retried. */
+  #releaseHeld(): void {
+    this.#holding = false;
+    this.#unbound();
+    const request = this.#request;
+    request.commit();
+    if (request.finished) return;
+    this.passHead(request.downstream, request);
+    this.passBody(request.downstream, request);
+  }
+
   /** Passes an inspected response on to the caller as it came: its start, then what was read of its body. */
   #release(): void {
     const inspected = this.#inspected!;
@@ -308,14 +314,16 @@ export class Attempt extends BodyTimer implements Handler {
   /**
    * A rejection's body is read for what it says, or an inspected one to decide, within
    * `REJECTION_READ_MS`: then a held-back one ends with what was read, and an inspected one is the
-   * caller's as it is (its rest streams on). A clock timer of its own: rejections are rare.
+   * caller's as it is (its rest streams on). A held response is held within `HOLD_MS`, then it is
+   * the caller's as it is too. One clock timer (the balancer's, so tests can fake it) per response.
    */
-  #bound(): void {
+  #bound(ms = REJECTION_READ_MS): void {
     this.#readBound = this.#request.host.clock.setTimeout(() => {
       this.#readBound = undefined;
       if (this.#inspected) this.#release();
       else if (this.#heldBack) this.abort(readEnough());
-    }, REJECTION_READ_MS);
+      else if (this.#holding) this.#releaseHeld();
+    }, ms);
   }
 
   #unbound(): void {

@@ -8,6 +8,15 @@
 export const REJECTION_READ_MS = 1000;
 export const REJECTION_READ_BYTES = 64 * 1024;
 
+/**
+ * How long a short response is held until complete (`maxHeldResponse`) before the caller gets it as
+ * it is, headers and what was held, the rest streaming on and no longer retried: a body that trickles
+ * or never ends must not keep even the status from the caller, which one connection would give it.
+ * One second, as long as a rejection's read (`REJECTION_READ_MS`): a whole short answer takes far
+ * less on a healthy apiserver, and a retry is worth less to the caller than its status by then.
+ */
+export const HOLD_MS = 1000;
+
 /** Whether a response of this `Content-Length` (if it says) can be held within `limit` bytes. */
 export function fitsHold(contentLength: string | string[] | undefined, limit: number): boolean {
   if (limit <= 0) return false;
