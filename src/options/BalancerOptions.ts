@@ -128,7 +128,8 @@ export interface BalancerOptions {
    * Bytes of a GET or HEAD response (not a watch or other long-running request) held back until
    * the response is complete, so that a connection broken before its end (an apiserver that died
    * mid-response) is retried on another endpoint instead of failing; a response larger than this
-   * (by `Content-Length`, or once it grows past it) streams as it arrives and is not retried. Costs
+   * (by `Content-Length`, or once it grows past it), or one not complete within 1 s, streams as it
+   * arrives and is not retried. Costs
    * its time to first byte (the whole body instead of the first chunk) and, at worst, this many
    * bytes per GET in flight. `0` turns it off. Default 1 MiB.
    */
