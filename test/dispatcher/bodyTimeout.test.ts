@@ -9,6 +9,7 @@ import * as undici from 'undici';
 import { certs } from '../../fixtures/certs/index.ts';
 import { startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
 import { createBalancer, type Balancer } from '../../src/index.ts';
+import { HOLD_MS } from '../../src/dispatcher/HoldBack.ts';
 import { ORIGIN } from '../helpers/balancer.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { until } from '../helpers/poll.ts';
@@ -79,20 +80,44 @@ test('a short request whose body goes silent fails after 300 s, undici\'s defaul
   }
 });
 
-test('a short GET held until complete (the default) whose body goes silent times out too, after 300 s, and may be retried: the caller saw none of it (fake clock)', async (t) => {
+test('a short GET held until complete (the default) whose body goes silent is handed over after HOLD_MS, then times out after 300 s: no retry, the caller saw its head (fake clock)', async (t) => {
   const { balancer, clock, open, close } = await setUp(1024 * 1024);
   try {
     const request = undici.request(`${ORIGIN}/api/v1/configmaps`, { dispatcher: balancer });
     request.catch(() => {});
     const before = clock.pending;
     await until(() => open.get('/api/v1/configmaps'));
-    // Nothing reaches the caller while it is held: wait for the body timer's clock timer instead, or,
-    // on a slow machine, both steps below may pass before the response headers come.
+    // Nothing reaches the caller while it is held: wait for the clock timers instead, or, on a slow
+    // machine, the steps below may pass before the response headers come.
     await until(() => clock.pending > before, { what: 'the response headers to reach the balancer' });
-    clock.advance(299_999);
-    t.is(await bodyOutcome(request), 'pending');
+    t.is(await bodyOutcome(request), 'pending', 'held');
+    clock.advance(HOLD_MS);
+    const res = await request;
+    t.is(res.statusCode, 200);
+    const { read: body } = await rest(res.body);
+    clock.advance(300_000 - HOLD_MS - 1);
+    t.is(await bodyOutcome(body), 'pending');
     // Twice the timeout in all: the chunk sent with the headers may have come after the first step.
     clock.advance(300_001);
+    await t.throwsAsync(body, timedOut);
+    t.is(balancer.stats().totals.retries.timeout, 0);
+  } finally {
+    await close();
+  }
+});
+
+test('a held GET whose own bodyTimeout is shorter than HOLD_MS times out while held and may be retried: the caller saw none of it (fake clock)', async (t) => {
+  const { balancer, clock, open, close } = await setUp(1024 * 1024);
+  try {
+    const request = undici.request(`${ORIGIN}/api/v1/configmaps`, { dispatcher: balancer, bodyTimeout: 400 });
+    request.catch(() => {});
+    const before = clock.pending;
+    await until(() => open.get('/api/v1/configmaps'));
+    await until(() => clock.pending > before, { what: 'the response headers to reach the balancer' });
+    clock.advance(399);
+    t.is(await bodyOutcome(request), 'pending');
+    // Twice the timeout in all, still short of HOLD_MS: the chunk may have come after the first step.
+    clock.advance(401);
     // One endpoint, so the retry finds none: the error names the body timeout as its cause.
     const error = await t.throwsAsync(request, { code: 'ERR_ALL_ENDPOINTS_FAILED' });
     t.true(error?.cause instanceof undici.errors.BodyTimeoutError, String(error?.cause));
