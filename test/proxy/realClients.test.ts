@@ -1,17 +1,22 @@
 // Real clients through the proxy to three simulated apiservers while they restart one after another:
 // kubectl 1.32 (get, get -w, create with a protobuf body, apply, patch, delete, logs -f, exec; and
-// port-forward, SPDY/3.1 tunnelled in a WebSocket and plain, without the restart), Python's
+// port-forward, SPDY/3.1 tunnelled in a WebSocket and plain, without the restart), kubectl 1.20 (Debian
+// kubernetes-client, unpacked by .ci/run: port-forward over plain SPDY/3.1), Python's
 // `kubernetes` (Debian python3-kubernetes: list, watch, exec) and Ruby's kubeclient (Debian
 // ruby-kubeclient: list, watch). A client missing from the machine fails its test, naming the Debian package (.ci/run installs them).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import type { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
 import { until } from '../helpers/poll.ts';
 import { apiRequests, proxiedCluster } from './helpers.ts';
+
+/** Debian's kubectl 1.20 (kubernetes-client), unpacked beside the image's kubectl by .ci/run. */
+const KUBECTL_1_20 = process.env.KUBECTL_1_20 ?? join(tmpdir(), 'kube-balancer-kubectl-1.20/usr/bin/kubectl');
 
 /** Debian's python3 (pyenv's first on the PATH of some machines has no `kubernetes`). */
 const PYTHON = '/usr/bin/python3';
@@ -217,15 +222,18 @@ function echoThrough(port: number, payload: Buffer): Promise<Buffer> {
   });
 }
 
-for (const [mode, extraEnv, method] of [
-  ['SPDY/3.1 tunnelled in a WebSocket (the default)', {}, 'GET'],
-  ['plain SPDY/3.1 (KUBECTL_PORT_FORWARD_WEBSOCKETS=false)', { KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' }, 'POST'],
+const kubectl120 = works(KUBECTL_1_20, ['version', '--client']);
+for (const [mode, command, extraEnv, method] of [
+  ['kubectl 1.32, SPDY/3.1 tunnelled in a WebSocket (the default)', 'kubectl', {}, 'GET'],
+  ['kubectl 1.32, plain SPDY/3.1 (KUBECTL_PORT_FORWARD_WEBSOCKETS=false)', 'kubectl', { KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' }, 'POST'],
+  ['kubectl 1.20, plain SPDY/3.1', KUBECTL_1_20, {}, 'POST'],
 ] as const) {
-  test(`kubectl port-forward through the proxy: ${mode}`, async (t) => {
-    if (!kubectl) return t.fail('kubectl is not on the PATH');
+  test(`port-forward through the proxy: ${mode}`, async (t) => {
+    if (command === 'kubectl' && !kubectl) return t.fail('kubectl is not on the PATH');
+    if (command === KUBECTL_1_20 && !kubectl120) return t.fail(`kubectl 1.20 is not at ${KUBECTL_1_20}: .ci/run unpacks Debian's kubernetes-client there`);
     const { cluster, proxy, env } = await setUp(t);
     const local = await freePort();
-    const forward = follow('kubectl', ['port-forward', 'pod/p', `${local}:8080`], { ...env, ...extraEnv });
+    const forward = follow(command, ['port-forward', 'pod/p', `${local}:8080`], { ...env, ...extraEnv });
     let stopped: Run | undefined;
     t.teardown(async () => {
       stopped ??= await forward.stop();
