@@ -1,14 +1,22 @@
 // Real clients through the proxy to three simulated apiservers while they restart one after another:
-// kubectl 1.32 (get, get -w, create with a protobuf body, apply, patch, delete, logs -f, exec), Python's
+// kubectl 1.32 (get, get -w, create with a protobuf body, apply, patch, delete, logs -f, exec; and
+// port-forward, SPDY/3.1 tunnelled in a WebSocket and plain, without the restart), kubectl 1.20 (Debian
+// kubernetes-client, unpacked by .ci/run: port-forward over plain SPDY/3.1), Python's
 // `kubernetes` (Debian python3-kubernetes: list, watch, exec) and Ruby's kubeclient (Debian
 // ruby-kubeclient: list, watch). A client missing from the machine fails its test, naming the Debian package (.ci/run installs them).
 import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import type { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
 import { until } from '../helpers/poll.ts';
 import { apiRequests, proxiedCluster } from './helpers.ts';
+
+/** Debian's kubectl 1.20 (kubernetes-client), unpacked beside the image's kubectl by .ci/run. */
+const KUBECTL_1_20 = process.env.KUBECTL_1_20 ?? join(tmpdir(), 'kube-balancer-kubectl-1.20/usr/bin/kubectl');
 
 /** Debian's python3 (pyenv's first on the PATH of some machines has no `kubernetes`). */
 const PYTHON = '/usr/bin/python3';
@@ -184,3 +192,63 @@ test('Ruby kubeclient (ruby-kubeclient) through the proxy: list and watch across
   t.regex(result.stdout, /^list 6$/m);
   t.regex(result.stdout, /^watched ADDED rb-5$/m);
 });
+
+/** A port free on 127.0.0.1 now (kubectl port-forward binds it a moment later). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Sends `payload` on a new connection to the local port and reads until as many bytes came back (bounded: 30 s). */
+function echoThrough(port: number, payload: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(payload));
+    const chunks: Buffer[] = [];
+    let received = 0;
+    socket.setTimeout(30_000, () => socket.destroy(new Error(`${received} of ${payload.length} bytes back in 30 s`)));
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      received += chunk.length;
+      if (received >= payload.length) socket.end();
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+const kubectl120 = works(KUBECTL_1_20, ['version', '--client']);
+for (const [mode, command, extraEnv, method] of [
+  ['kubectl 1.32, SPDY/3.1 tunnelled in a WebSocket (the default)', 'kubectl', {}, 'GET'],
+  ['kubectl 1.32, plain SPDY/3.1 (KUBECTL_PORT_FORWARD_WEBSOCKETS=false)', 'kubectl', { KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' }, 'POST'],
+  ['kubectl 1.20, plain SPDY/3.1', KUBECTL_1_20, {}, 'POST'],
+] as const) {
+  test(`port-forward through the proxy: ${mode}`, async (t) => {
+    if (command === 'kubectl' && !kubectl) return t.fail('kubectl is not on the PATH');
+    if (command === KUBECTL_1_20 && !kubectl120) return t.fail(`kubectl 1.20 is not at ${KUBECTL_1_20}: .ci/run unpacks Debian's kubernetes-client there`);
+    const { cluster, proxy, env } = await setUp(t);
+    const local = await freePort();
+    const forward = follow(command, ['port-forward', 'pod/p', `${local}:8080`], { ...env, ...extraEnv });
+    let stopped: Run | undefined;
+    t.teardown(async () => {
+      stopped ??= await forward.stop();
+    });
+    await until(() => forward.output().includes(`Forwarding from 127.0.0.1:${local}`), { what: 'kubectl to listen', timeoutMs: 30_000 });
+    // Over 64 KiB (the initial SPDY/3.1 window) once, then small ones: a stream pair per connection.
+    const payloads = [randomBytes(300 * 1024), Buffer.from('hello\n'), randomBytes(1000)];
+    const echoed: boolean[] = [];
+    for (const payload of payloads) echoed.push((await echoThrough(local, payload)).equals(payload));
+    stopped = await forward.stop();
+    t.deepEqual(echoed, [true, true, true], 'every connection came back byte for byte');
+    t.notRegex(stopped.stderr, /error|unable|lost/i, 'kubectl reported no failure');
+    t.is((stopped.stdout.match(/Handling connection for/g) ?? []).length, payloads.length);
+    const upgrades = cluster.instances.flatMap((i) => i.requests).filter((r) => r.subresource === 'portforward');
+    t.deepEqual(upgrades.map((r) => [r.method, r.status]), [[method, 101]], 'one upgrade, switched, in the expected protocol');
+    t.is(proxy.counters().upgrades, 1, 'the upgrade went through the proxy');
+  });
+}
