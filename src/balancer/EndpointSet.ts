@@ -142,7 +142,7 @@ export class EndpointSet {
    */
   shortEnded(endpoint: Endpoint, startedAt: number, censored: boolean, now = this.#clock.now(), loadClass?: string): void {
     if (startedAt === startedAt) {
-      if (loadClass === undefined) endpoint.latency.end(now, now - startedAt, censored);
+      if (loadClass === undefined) endpoint.latency.end(now, now - startedAt, censored, endpoint.lagging);
       else this.#classEnded(endpoint, loadClass, now - startedAt, censored, now);
     }
     if (!this.#loadAware || now - this.#reweighedAt < REWEIGH_MS) return;
