@@ -104,6 +104,8 @@ export class Endpoint {
    * elsewhere (`dispatcher/Explore.ts`).
    */
   lagging = false;
+  /** Clock time (ms) it last turned `lagging`: re-measures of it are paced by how long it has lagged (`load/remeasure.ts`). */
+  laggingSince = -Infinity;
   /** Latency and in-flight count of the short GETs of one object sent here. */
   readonly latency = new LatencyEstimate();
   /**
