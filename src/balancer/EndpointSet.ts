@@ -156,11 +156,15 @@ export class EndpointSet {
   }
 
   /**
-   * A lagging endpoint due a re-measure at clock time `now` (`load/remeasure.ts`), if any: the next
-   * timed request's exploration copy is to go there. Read per timed request; the list is usually empty.
+   * A lagging endpoint due a re-measure now (`load/remeasure.ts`), if any: the next timed request's
+   * exploration copy is to go there. Read per timed request: the list is usually empty, and then no
+   * clock is read.
    */
-  remeasure(now = this.#clock.now()): Endpoint | undefined {
-    for (const endpoint of this.#laggards) if (dueForRemeasure(endpoint, now)) return endpoint;
+  remeasure(): Endpoint | undefined {
+    const laggards = this.#laggards;
+    if (laggards.length === 0) return undefined;
+    const now = this.#clock.now();
+    for (const endpoint of laggards) if (dueForRemeasure(endpoint, now)) return endpoint;
     return undefined;
   }
 
