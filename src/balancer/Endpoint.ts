@@ -101,9 +101,12 @@ export class Endpoint {
    * Its latest answers took 2.5 times the fastest endpoint's or more (`LAG_RATIO`), before
    * `loadFactor` relaxes with their age (`reweigh`): a pick here now is the trickle that tells when
    * it is fast again, and with hedging on it is measured by a copy while the caller's request goes
-   * elsewhere (`dispatcher/Explore.ts`).
+   * elsewhere (`dispatcher/Explore.ts`); not picked for a while, it gets a copy of some other
+   * request's GET all the same (`load/remeasure.ts`).
    */
   lagging = false;
+  /** Clock time (ms) it last turned `lagging`: re-measures of it are paced by how long it has lagged (`load/remeasure.ts`). */
+  laggingSince = -Infinity;
   /** Latency and in-flight count of the short GETs of one object sent here. */
   readonly latency = new LatencyEstimate();
   /**

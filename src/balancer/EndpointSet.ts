@@ -5,6 +5,7 @@ import { Candidates } from './Candidates.ts';
 import { Endpoint } from './Endpoint.ts';
 import { ClassCosts } from './load/ClassCosts.ts';
 import { OWN_LAG_WINDOW_MS, REWEIGH_MS, reweigh } from './load/LoadWeights.ts';
+import { dueForRemeasure, laggards } from './load/remeasure.ts';
 import type { Picker, PickRequest, Policy } from './Picker.ts';
 import { SchedulePicker } from './SchedulePicker.ts';
 import { EarliestDeadline } from './schedule/EarliestDeadline.ts';
@@ -61,6 +62,8 @@ export class EndpointSet {
   /** Whether endpoints' weights follow their load (`'weighted-round-robin'`). */
   readonly #loadAware: boolean;
   #reweighedAt = -Infinity;
+  /** The endpoints a re-measure may go to, as of the last reweigh (`load/remeasure.ts`): usually none. */
+  #laggards: Endpoint[] = [];
   /** The scale on which every other short request's latency compares endpoints (`Endpoint.relative`). */
   readonly #classes = new ClassCosts();
 
@@ -142,12 +145,27 @@ export class EndpointSet {
    */
   shortEnded(endpoint: Endpoint, startedAt: number, censored: boolean, now = this.#clock.now(), loadClass?: string): void {
     if (startedAt === startedAt) {
-      if (loadClass === undefined) endpoint.latency.end(now, now - startedAt, censored);
+      if (loadClass === undefined) endpoint.latency.end(now, now - startedAt, censored, endpoint.lagging);
       else this.#classEnded(endpoint, loadClass, now - startedAt, censored, now);
     }
     if (!this.#loadAware || now - this.#reweighedAt < REWEIGH_MS) return;
     this.#reweighedAt = now;
-    if (reweigh(this.#endpoints.values(), now, this.#ownLag?.maxSince(performance.now() - OWN_LAG_WINDOW_MS) ?? 0)) this.rebuild();
+    const all = this.list();
+    if (reweigh(all, now, this.#ownLag?.maxSince(performance.now() - OWN_LAG_WINDOW_MS) ?? 0)) this.rebuild();
+    this.#laggards = laggards(all);
+  }
+
+  /**
+   * A lagging endpoint due a re-measure now (`load/remeasure.ts`), if any: the next timed request's
+   * exploration copy is to go there. Read per timed request: the list is usually empty, and then no
+   * clock is read.
+   */
+  remeasure(): Endpoint | undefined {
+    const laggards = this.#laggards;
+    if (laggards.length === 0) return undefined;
+    const now = this.#clock.now();
+    for (const endpoint of laggards) if (dueForRemeasure(endpoint, now)) return endpoint;
+    return undefined;
   }
 
   #classEnded(endpoint: Endpoint, loadClass: string, ms: number, censored: boolean, now: number): void {

@@ -125,8 +125,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     const probationOk = this.#probationOk();
     let endpoint = this.host.pick(this.longRunning, probationOk, undefined);
     if (!endpoint) return this.#fail(this.host.noEndpoints(), false);
-    // A lagging endpoint's pick is measured by a copy; the caller's request goes elsewhere (Explore.ts).
-    if (endpoint.lagging && this.timed && this.#replayable) endpoint = explore(this.host, endpoint, this.#route, this.#opts, this) ?? endpoint;
+    // A lagging endpoint, picked or due a re-measure, is measured by a copy; the caller's request goes elsewhere (Explore.ts).
+    if (this.timed && this.#replayable) endpoint = explore(this.host, endpoint, this.#route, this.#opts, this);
     this.#send(endpoint, false);
     // `#mayHedgeLater`, with the condition already at hand: this is every request's path.
     if (probationOk && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);

@@ -138,10 +138,9 @@ export class Balancer extends undici.Dispatcher {
     if (hedge) {
       // The hedges that won were read while nothing came from there: only a stall of ours as long
       // as half the silence could have hidden an answer.
-      const hedging = new Hedging(hedge, clock, (endpoint) => {
+      const hedging = (this.#hedging = new Hedging(hedge, clock, (endpoint) => {
         if (this.#judge.conclusiveTimeout(endpoint, hedging.silenceMs, 2 * hedging.silenceMs)) this.#health.silent(endpoint);
-      });
-      this.#hedging = hedging;
+      }));
     }
     this.#bodyTimers = new BodyTimers(clock);
     this.#host = this.#requestHost();
@@ -296,6 +295,7 @@ export class Balancer extends undici.Dispatcher {
         if (longRunning) return rebalancer?.claim() ?? this.#set.pick(PICK_LONG_RUNNING);
         return this.#set.pick(PICK_SHORT);
       },
+      remeasure: () => this.#set.remeasure(),
       send: (endpoint, route, opts, handler) => this.#pools.get(endpoint, route).dispatch(opts, handler),
       attemptStarted: (endpoint, longRunning, request, attempt, sentAt) => {
         if (pickChannel.hasSubscribers) {

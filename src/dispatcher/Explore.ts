@@ -28,23 +28,30 @@ export interface Explorable extends DescribedRequest {
  * hedging on, such a pick of a timed request is sent there as a copy whose answer only feeds the
  * estimate and health, and the caller's own request goes to the picker's next other endpoint
  * (a hedge sent at once, paid like one: an earned hedge above a reserve, a unit of the retry
- * budget while it runs). The lagging endpoint gets exactly the requests and answers it would have
- * had, so the load factors follow the same samples as without copies — what a fleet sees of it is
- * unchanged — and a recovered endpoint's fast answer lowers its estimate as before.
+ * budget while it runs). For its picks the lagging endpoint gets exactly the requests and answers
+ * it would have had, so the load factors follow the same samples as without copies, and a
+ * recovered endpoint's fast answer lowers its estimate as before.
  *
  * Why a copy and not a race whose loser is aborted: an aborted loser's time is censored (it may
  * only raise the estimate), so a slow endpoint that keeps losing gives no sample at all, its
  * estimate ages, its factor climbs back to 1 within ~8 s, and a third of the picks go there.
  *
- * Called for a `lagging` endpoint's pick. Returns the endpoint for the caller's request, or
- * `undefined` when no copy is made (hedging off, the reserve reached, no other endpoint, no retry budget): the request
- * then goes to `endpoint` as picked.
+ * The same copy also re-measures a lagging endpoint that is not picked: one that has given no
+ * sample for a while (`balancer/load/remeasure.ts`; at the weights' floor it is picked next to
+ * never, and waited seconds for its estimate to age). Then the caller's request keeps its pick;
+ * these copies are load the endpoint would not have had, half a second to a few seconds apart.
+ *
+ * Called for every timed, replayable request with its `picked` endpoint. Returns the endpoint for
+ * the caller's request: `picked` when no copy is made (no lagging endpoint picked or due, hedging
+ * off, the reserve reached, no other endpoint, no retry budget).
  */
-export function explore(host: RequestHost, endpoint: Endpoint, route: Route, opts: DispatchOptions, request: Explorable): Endpoint | undefined {
+export function explore(host: RequestHost, picked: Endpoint, route: Route, opts: DispatchOptions, request: Explorable): Endpoint {
+  const endpoint = picked.lagging ? picked : host.remeasure?.();
+  if (!endpoint) return picked;
   const hedging = host.hedging;
-  if (!hedging?.mayExplore()) return undefined;
-  const other = host.pick(false, false, new Set([endpoint]));
-  if (!other || !host.budget.tryAcquire()) return undefined;
+  if (!hedging?.mayExplore()) return picked;
+  const other = endpoint === picked ? host.pick(false, false, new Set([endpoint])) : picked;
+  if (!other || !host.budget.tryAcquire()) return picked;
   hedging.explored();
   host.retrying(endpoint, other, 'hedge', 1, request);
   const copy = new ExploreCopy(host, endpoint, request.bodyTimeout);

@@ -33,7 +33,7 @@ const HEDGE_PERCENT = 2;
 const HEDGE_BURST = 100;
 /**
  * Earned hedges an exploration copy (`Explore.ts`) leaves saved up: copies of a lagging endpoint's
- * picks may use the credit only above this, so a black hole still finds half the burst to move its
+ * picks, and its re-measures, may use the credit only above this, so a black hole still finds half the burst to move its
  * GETs (three wins eject it; after that its hedges are free).
  */
 const EXPLORE_RESERVE = 50;

@@ -169,3 +169,33 @@ test('a copy that breaks is judged as the failure it is, releases its budget, an
   t.like(copy.outcome, { type: 'error', kind: 'reset' });
   t.is(budget.retries, 0);
 });
+
+test('a lagging endpoint due a re-measure gets a copy of a GET picked elsewhere, which keeps its pick; never of a LIST, nor with hedging off', async (t) => {
+  const { clock, slow, fast1, sent, ended, hedging, budget, host } = setUp();
+  // The weights' floor: `slow` is never picked, but the set says it is due a re-measure.
+  let due: Endpoint | undefined = slow;
+  const remeasuring: RequestHost = { ...host, pick: () => fast1, remeasure: () => due };
+  const send = (h: RequestHost, path = GET) => startRequest(h, clock, 'GET', path, false);
+  const r = send(remeasuring);
+  t.deepEqual(
+    sent.map((s) => s.endpoint),
+    [slow, fast1],
+    'a copy to the lagging endpoint, the caller’s request where it was picked',
+  );
+  t.is(hedging.hedges, 1, 'paid as a hedge');
+  t.is(budget.retries, 1);
+  clock.advance(20);
+  await new Promise((resolve) => setImmediate(resolve));
+  t.is(r.done! - r.startedAt, 20, 'the caller waited for its own pick only');
+  clock.advance(80);
+  t.is(ended.find((e) => e.endpoint === slow)?.outcome.type, 'response', 'the copy measured it');
+  t.is(budget.retries, 0);
+  send(remeasuring, '/api/v1/namespaces/default/configmaps');
+  t.is(sent.at(-1)!.endpoint, fast1, 'a LIST: no copy');
+  send({ ...remeasuring, hedging: undefined });
+  t.is(sent.at(-1)!.endpoint, fast1, 'hedging off: no copy');
+  due = undefined;
+  send(remeasuring);
+  t.is(sent.at(-1)!.endpoint, fast1, 'none due: no copy');
+  t.is(sent.length, 5);
+});

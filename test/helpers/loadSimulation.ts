@@ -77,7 +77,8 @@ export function simulate(options: {
   /**
    * Hedging's exploration (src/dispatcher/Explore.ts), with a real `Hedging` for its credit: a
    * timed request picked for a lagging endpoint goes there as a copy, its answer only measured,
-   * and the caller's to the picker's next other endpoint.
+   * and the caller's to the picker's next other endpoint; a lagging endpoint due a re-measure
+   * (`EndpointSet.remeasure`) gets a copy of any timed request, which keeps its pick.
    */
   explore?: boolean;
 }): Simulation {
@@ -162,12 +163,14 @@ export function simulate(options: {
   const send = (then?: () => void): void => {
     const { timed, cost, loadClass } = request(sent++);
     const endpoint = set.pick({ longRunning: false })!;
-    if (hedging && timed && endpoint.lagging && hedging.mayExplore()) {
-      const other = set.pick({ longRunning: false, exclude: new Set([endpoint]) });
+    // As `explore`: a lagging endpoint picked, or one due a re-measure (`set.remeasure`), gets the copy.
+    const lagging = hedging && timed ? (endpoint.lagging ? endpoint : set.remeasure()) : undefined;
+    if (lagging && hedging!.mayExplore()) {
+      const other = lagging === endpoint ? set.pick({ longRunning: false, exclude: new Set([endpoint]) }) : endpoint;
       if (other) {
-        hedging.explored();
+        hedging!.explored();
         sim.copies++;
-        dispatch(endpoint, timed, cost, false);
+        dispatch(lagging, timed, cost, false);
         return dispatch(other, timed, cost, true, then);
       }
     }

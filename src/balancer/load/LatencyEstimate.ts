@@ -62,6 +62,11 @@ export class LatencyEstimate {
   /** Clock time of the first sample. */
   #firstAt = 0;
 
+  /** The newest sample (ms), whether or not the median let it in; NaN before the first. */
+  get newest(): number {
+    return this.value === this.value ? this.#last : NaN;
+  }
+
   /** Since when (clock ms) it has had samples; Infinity before the first. */
   get sampledSince(): number {
     return this.value === this.value ? this.#firstAt : Infinity;
@@ -147,8 +152,14 @@ export class LatencyEstimate {
    * seconds — one 400-ms answer beside 1-ms ones at ~60 req/s halved its share for 3 s, where at thousands a
    * second it moved nothing. The median lets no lone outlier in at any rate, while a real slowdown
    * is followed from its second slow answer on (one sample later than before).
+   *
+   * `fastFall`: the estimate falls as fast as it rises, for an endpoint that is `lagging` (its
+   * answers are a re-measure's, a few a second: see `LoadWeights.ts`, `REMEASURE_MS`). Falling over
+   * `FALL_MS` (1 s) from 40 to 4 ms took ~2 s once two fast answers had turned the median, with
+   * the endpoint at the weights' floor all along; a lagging endpoint is one that hardly takes
+   * requests, so no busy endpoint's weights get the jumpier estimate.
    */
-  end(now: number, ms: number, censored: boolean): void {
+  end(now: number, ms: number, censored: boolean, fastFall = false): void {
     const seen = this.inFlight;
     if (this.inFlight > 0) this.inFlight--;
     this.#waitingSince = now;
@@ -179,7 +190,7 @@ export class LatencyEstimate {
     this.#before = this.#last;
     this.#last = ms;
     if (kept < 2) this.#kept = kept + 1;
-    const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (filtered > value || now - this.#firstAt < LEARN_MS ? this.#riseMs : FALL_MS));
+    const weight = 1 - Math.exp(-Math.max(0, now - this.sampledAt) / (filtered > value || fastFall || now - this.#firstAt < LEARN_MS ? this.#riseMs : FALL_MS));
     this.value = value + weight * (filtered - value);
     if (!censored) this.load += weight * (seen - this.load);
     this.sampledAt = now;

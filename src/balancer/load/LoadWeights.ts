@@ -168,7 +168,7 @@ function drained(inFlight: number, load: number): number {
  * are judged by it. Of one kind for all, since the two scales do not compare; GETs of one object
  * first, the same request on every endpoint and no rescaling.
  */
-function byPointReads(endpoints: readonly Endpoint[]): boolean {
+export function byPointReads(endpoints: readonly Endpoint[]): boolean {
   let judged = 0;
   for (const endpoint of endpoints) if (endpoint.state === 'ready' && endpoint.latency.samples >= MIN_SAMPLES && ++judged >= 2) return true;
   return false;
@@ -226,7 +226,9 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number, ownLagMs = 0
     const cost = costs[i]!;
     const judged = cost === cost && best < Infinity && best > 0;
     const noise = noises[i]! + ownLagMs;
-    endpoint.lagging = judged && answers[i]! && cost - noise >= LAG_RATIO * best;
+    const lagging = judged && answers[i]! && cost - noise >= LAG_RATIO * best;
+    if (lagging && !endpoint.lagging) endpoint.laggingSince = now;
+    endpoint.lagging = lagging;
     if (judged) {
       const excess = Math.min(Math.max(0, cost - best - noise), (points ? MAX_EXCESS : RELATIVE_MAX_EXCESS) * best) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);
       const ratio = 1 + excess / best;

@@ -85,3 +85,24 @@ test('answered tells whether the last timed request to end was answered, not giv
   estimate.end(400, 100, false);
   t.true(estimate.answered);
 });
+
+test('fastFall (a lagging endpoint, re-measured a few times a second): once two fast answers turn the median, it falls as fast as it rises', (t) => {
+  const run = (fastFall: boolean): number => {
+    const estimate = new LatencyEstimate();
+    let now = feed(estimate, 0, 50, 4, 100);
+    now = feed(estimate, now, 5, 40, 60); // a few slow answers in a row
+    t.true(estimate.value > 30, `${estimate.value}`);
+    // Re-measures: 500 ms on, then 100 ms after each fast answer.
+    for (const gap of [500, 100, 100, 100]) {
+      now += gap;
+      estimate.begin(now - 4);
+      estimate.end(now, 4, false, fastFall);
+    }
+    t.is(estimate.newest, 4);
+    return estimate.value;
+  };
+  const slow = run(false);
+  const fast = run(true);
+  t.true(fast < 10, `fast fall: ${fast}`);
+  t.true(slow > 25, `over FALL_MS: ${slow}`);
+});

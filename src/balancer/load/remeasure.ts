@@ -1,0 +1,52 @@
+import type { Endpoint } from '../Endpoint.ts';
+import { byPointReads } from './LoadWeights.ts';
+
+/**
+ * A `lagging` endpoint that has given no sample for a while, and has no timed request in flight, is
+ * measured again: the next timed request (a GET of one object) anywhere sends it an exploration
+ * copy (`dispatcher/Explore.ts`), whose answer only feeds its estimate, while the caller's own
+ * request goes where it was picked.
+ *
+ * Why paced by time and not by its share: a lagging endpoint's factor is at or near the floor
+ * (0.002), and at ~50 requests a second that is no request at all for seconds. `kube-balancer demo`
+ * traced it: an apiserver whose point-read estimate rose 6 → 12 → 40 ms in half a second (its
+ * peers at 3–5 ms) got no request that would measure it again from 25.9 to 31 s, back only when its
+ * estimate aged (`STALE_MS`), and the after-the-restarts max/min was 7.65. A copy half a second
+ * after its last sample sees a blip's end within about a second, at any request rate, and never
+ * makes a caller wait on the slow endpoint.
+ *
+ * The wait grows with how long the endpoint has lagged: a quarter of that, from `REMEASURE_MS` to
+ * `MAX_REMEASURE_MS`. A copy is extra load on an apiserver that may be slow for being loaded, and a
+ * fixed half-second sent a still-slow 100-ms endpoint ~1.5 copies a second, for good (simulated at
+ * 10 requests a second: 13 % of the client's requests); so a brief slowness is re-measured twice a
+ * second, a lasting one every few seconds (~0.25 a second), and a recovered endpoint is seen within
+ * about a quarter of its slow spell. Each copy is also paid like a hedge — an earned hedge above
+ * hedging's reserve, and a unit of the retry budget while it runs — so over time copies are at most
+ * the 2 % of answered requests that hedges are earned at, and none when hedging is off (then the
+ * endpoint comes back by aging, as before). Its fresh slow samples keep it from aging back into the
+ * rotation: a slow endpoint stays at the floor while it is slow.
+ */
+const REMEASURE_MS = 500;
+const MAX_REMEASURE_MS = 4_000;
+/**
+ * After an answer that was fast (under half the estimate) the next copy goes after this long (ms)
+ * instead: the estimate follows the median of three samples, so it takes a second fast answer to
+ * believe the first, and a recovered endpoint is back a tenth of a second later, not seconds.
+ */
+const CONFIRM_MS = 100;
+
+/**
+ * The endpoints a re-measure may go to after a reweigh: the lagging ones, when the weights follow
+ * GETs of one object (a copy is one; it measures nothing the `relative` weights read).
+ */
+export function laggards(endpoints: readonly Endpoint[]): Endpoint[] {
+  return byPointReads(endpoints) ? endpoints.filter((e) => e.lagging) : [];
+}
+
+/** Whether `endpoint` (one of `laggards`) is due a re-measure at clock time `now`. */
+export function dueForRemeasure(endpoint: Endpoint, now: number): boolean {
+  const latency = endpoint.latency;
+  if (!endpoint.lagging || endpoint.state !== 'ready' || endpoint.removed || latency.inFlight > 0) return false;
+  const wait = 2 * latency.newest < latency.value ? CONFIRM_MS : Math.min(MAX_REMEASURE_MS, Math.max(REMEASURE_MS, (now - endpoint.laggingSince) / 4));
+  return now - latency.sampledAt >= wait;
+}
