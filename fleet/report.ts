@@ -1,4 +1,4 @@
-import { dnsRates, finalMaxMin, maxMin, RATE_WINDOW, requestRates, settleSeconds, watchCounts } from './sim/analysis.ts';
+import { dnsRates, finalMaxMin, maxMin, RATE_WINDOW, requestRates, settleSeconds, watchCounts, WIDE_RATE_WINDOW } from './sim/analysis.ts';
 import type { RunOptions, Scenario, StrategyRun } from './sim/Fleet.ts';
 import type { ChartRun } from './svg.ts';
 
@@ -62,6 +62,11 @@ export interface StrategyResult {
   settleSeconds: number | null;
   /** Seconds until request rates stay within max/min ≤ 1.1. */
   requestsSettleSeconds: number | null;
+  /**
+   * The same over `WIDE_RATE_WINDOW`-second means: at a few hundred requests a second per apiserver
+   * the 5-s figure is mostly when Poisson noise last crossed 1.1 (issue 27); this one is less so.
+   */
+  requestsSettleWideSeconds: number | null;
   /** Seconds until open watches stay within max/min ≤ 1.2. */
   watchesSettleSeconds: number | null;
   /** max/min of the apiservers' request rates over the last minute. */
@@ -140,6 +145,7 @@ export function summarize(run: StrategyRun): StrategyResult {
     label: run.strategy.label,
     settleSeconds: reqSettle === null || watchSettle === null ? null : Math.max(reqSettle, watchSettle),
     requestsSettleSeconds: from === undefined ? null : settleSeconds(requestRatio, from, REQUESTS_TIGHT),
+    requestsSettleWideSeconds: from === undefined ? null : settleSeconds(maxMin(requestRates(meter, WIDE_RATE_WINDOW), meter), from, REQUESTS_TIGHT),
     watchesSettleSeconds: watchSettle,
     requestsMaxMin: round(finalMaxMin(requests, 60)),
     watchesMaxMin: round(finalMaxMin(watches, 60)),
@@ -186,6 +192,7 @@ export function table(result: ScenarioResult): string {
     ['strategy', (r) => r.label],
     ['settle s', (r) => fmt(r.settleSeconds)],
     ['req≤1.1 s', (r) => fmt(r.requestsSettleSeconds)],
+    [`req≤1.1 s (${WIDE_RATE_WINDOW}-s mean)`, (r) => fmt(r.requestsSettleWideSeconds)],
     ['watch≤1.2 s', (r) => fmt(r.watchesSettleSeconds)],
     ['req max/min', (r) => fmt(r.requestsMaxMin)],
     ['watch max/min', (r) => fmt(r.watchesMaxMin)],

@@ -11,13 +11,22 @@ export interface Series {
 /** Request rates are compared over this many trailing seconds, so that Poisson noise does not pass for skew. */
 export const RATE_WINDOW = 5;
 
-/** Per-second request rate of each apiserver: the trailing `RATE_WINDOW`-second mean. [second][server]. */
-export function requestRates(meter: Series): number[][] {
+/**
+ * A wider window, for a second reading of the request settle time (`requestsSettleWideSeconds`):
+ * at 2,000 clients (~200 requests a second per apiserver) a 5-s mean's max/min over three
+ * apiservers still crosses 1.1 by chance every few minutes under any even split, round robin's
+ * included, so the last such crossing, not the balancer, sets the 5-s settle time (issue 27,
+ * docs/fleet.md). Over 10 s the noise is √2 smaller.
+ */
+export const WIDE_RATE_WINDOW = 10;
+
+/** Per-second request rate of each apiserver: the trailing `window`-second mean. [second][server]. */
+export function requestRates(meter: Series, window = RATE_WINDOW): number[][] {
   const { seconds, servers, requests } = meter;
   const rates: number[][] = [];
   for (let s = 0; s < seconds; s++) {
     const row: number[] = [];
-    const from = Math.max(0, s - RATE_WINDOW + 1);
+    const from = Math.max(0, s - window + 1);
     for (let i = 0; i < servers; i++) {
       let sum = 0;
       for (let t = from; t <= s; t++) sum += requests[t * servers + i]!;
