@@ -18,7 +18,7 @@ const packageJson = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'
 /** A PEM block with a body: a key or certificate, not a string that merely names the header. */
 const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----[\r\n]+[A-Za-z0-9+/=\r\n]{40,}-----END \1-----/;
 /** What the demo and kube-balancer/testing import from fixtures/: the simulator, the DNS server, the run-time PKI. */
-const DEMO_FIXTURES = /^dist\/fixtures\/(apiserver\/[A-Za-z]+|dns\/DnsTestServer|certs\/(generate|index))\.(js|d\.ts)(\.map)?$/;
+const DEMO_FIXTURES = /^dist\/fixtures\/(apiserver\/(spdy\/)?[A-Za-z]+|dns\/DnsTestServer|certs\/(generate|index))\.(js|d\.ts)(\.map)?$/;
 
 async function packedFiles(): Promise<string[]> {
   const { stdout } = await exec('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 << 20 });
