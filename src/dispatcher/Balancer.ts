@@ -353,15 +353,15 @@ export class Balancer extends undici.Dispatcher {
   }
 
   /**
-   * Health took `endpoint` out (ejected, draining): the idempotent requests waiting there unsent go
-   * elsewhere, and when it went silent (`unreachable`), those sent and unanswered too, once the
-   * verdict is whole (the picker rebuilt). Nothing being answered there is touched, and no
-   * connection: a verdict on an endpoint is none on its connections, whose own PINGs and sockets
-   * tell when they are dead.
+   * Health took `endpoint` out (ejected, draining): once the verdict is whole (the picker rebuilt), the idempotent
+   * requests waiting there unsent go elsewhere, and when it went silent (`unreachable`), those sent and unanswered
+   * too; with none left ready, the ejected endpoints are probed now. Nothing being answered there is touched, and
+   * no connection: a verdict on an endpoint is none on its connections, whose PINGs and sockets tell when they die.
    */
   #moveWaiting(endpoint: Endpoint, silent: boolean): void {
     queueMicrotask(() => {
       if (!this.#closed && endpoint.state !== 'ready') this.#unanswered.moveAll(endpoint, silent);
+      if (!this.#closed) this.#prober?.probeOutOnesIfNoneReady();
     });
   }
 
