@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import { constants as h2, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
-import type { Client, Dispatcher, Pool } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import type { UndiciModule } from '../options/BalancerOptions.ts';
 import type { ResolvedOptions } from '../options/validate.ts';
@@ -155,45 +155,12 @@ export class EndpointPools {
       h2Options: { pingInterval: this.#options.pingInterval },
       connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
     });
-    (pool as EventEmitter).on('connect', (_url: URL, targets: readonly Dispatcher[]) => {
-      targets.forEach(ownOrphanStreams);
-      targets.forEach(restorePipelining);
-    });
-    (pool as EventEmitter).on('disconnect', (_url: URL, targets: readonly Dispatcher[]) => targets.forEach(connectPastRunning));
+    (pool as EventEmitter).on('connect', (_url: URL, targets: readonly Dispatcher[]) => targets.forEach(ownOrphanStreams));
     for (const event of ['connect', 'disconnect', 'connectionError']) {
       (pool as EventEmitter).on(event, (url: URL, targets: readonly Dispatcher[], error?: Error) => this.#forward(event, url, targets, error));
     }
     return pool;
   }
-}
-
-/** Clients whose `pipelining` `connectPastRunning` raised, with the value to put back. */
-const raisedPipelining = new WeakMap<Dispatcher, number>();
-
-/**
- * A connection went while requests still run on it: an HTTP/2 GOAWAY (kube-apiserver's
- * `--goaway-chance`, a graceful shutdown) lets the streams it accepted finish, a watch's for
- * minutes. undici's client opens a new connection for the requests queued meanwhile only while
- * fewer run than its `pipelining` (1 while it has no connection), and it counts those still on the
- * old one: every request the pool gave it waited for the watch to end (docs/chaos.md, finding 4). Its
- * `pipelining` is raised past what runs until it connects again (restored then, before anything is
- * written on the new connection, so an HTTP/1.1 one never pipelines).
- */
-function connectPastRunning(target: Dispatcher): void {
-  const client = target as Partial<Pick<Client, 'pipelining' | 'stats'>>;
-  if (typeof client.pipelining !== 'number' || client.stats === undefined) return;
-  const running = client.stats.running;
-  if (running === 0 || client.pipelining > running) return;
-  if (!raisedPipelining.has(target)) raisedPipelining.set(target, client.pipelining);
-  client.pipelining = running + 1;
-}
-
-/** It connected: the `pipelining` `connectPastRunning` raised is put back (the new connection's own limits apply). */
-function restorePipelining(target: Dispatcher): void {
-  const was = raisedPipelining.get(target);
-  if (was === undefined) return;
-  raisedPipelining.delete(target);
-  (target as Client).pipelining = was;
 }
 
 const ownedSessions = new WeakSet<ClientHttp2Session>();
