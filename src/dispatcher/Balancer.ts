@@ -251,9 +251,9 @@ export class Balancer extends undici.Dispatcher {
     // attach, port-forward) take it too: kube-apiserver upgrades HTTP/1.1 only, and undici refuses
     // a custom upgrade over HTTP/2 or tries a WebSocket as an extended CONNECT no apiserver accepts.
     const http1 = legacy || (opts.upgrade !== undefined && opts.upgrade !== null);
-    const route = http1 ? (origin.legacyRoute ??= this.#origins.route(origin.url, true)) : (origin.route ??= this.#origins.route(origin.url, false));
     const kind = classify(opts.method, opts.path, opts.upgrade, opts.query);
     const longRunning = kind !== 'short';
+    const route = this.#origins.routeOf(origin, http1, longRunning);
     const watch = kind === 'watch';
     // The request's one copy of its options, addressed once for every attempt, made in one literal
     // (each key added later would move the object to another hidden class). Watches are quiet for
