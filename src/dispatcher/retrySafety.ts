@@ -43,7 +43,7 @@ export function notSent(kind: FailureKind | RetryReason, started: boolean): bool
  * with its Retry-After: back-pressure for the caller, not a round of retries on servers that are
  * shedding load.
  */
-export function takesThrottledRetry(endpoint: Endpoint): boolean {
+function takesThrottledRetry(endpoint: Endpoint): boolean {
   return endpoint.state !== 'ejected' && endpoint.state !== 'draining';
 }
 
