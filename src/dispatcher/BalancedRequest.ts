@@ -18,7 +18,7 @@ import { ProxyController } from './ProxyController.ts';
 import type { Route } from '../net/tls.ts';
 import type { MovableWatch } from './WatchRebalancer.ts';
 import type { DescribedRequest, RequestHost } from './RequestHost.ts';
-import { isEviction, isIdempotent, notSent, takesThrottledRetry } from './retrySafety.ts';
+import { isEviction, isIdempotent, notSent, throttledRetryTarget } from './retrySafety.ts';
 
 type DispatchOptions = Dispatcher.DispatchOptions;
 type Handler = Dispatcher.DispatchHandler;
@@ -244,9 +244,10 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     // Every attempt before this one went through here too: the set holds each endpoint tried.
     const tried = (this.#tried ??= new Set());
     tried.add(attempt.endpoint);
-    const endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
+    let endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
+    if (reason === 'throttled') endpoint = throttledRetryTarget(endpoint, tried, (skip) => this.host.pick(this.longRunning, false, skip));
     const budgeted = reason !== 'tls';
-    if (!endpoint || (reason === 'throttled' && !takesThrottledRetry(endpoint)) || (budgeted && !this.host.budget.tryAcquire())) return false;
+    if (!endpoint || (budgeted && !this.host.budget.tryAcquire())) return false;
     this.detach();
     this.host.retrying(attempt.endpoint, endpoint, reason, this.#attempts + 1, this);
     this.#send(endpoint, budgeted);

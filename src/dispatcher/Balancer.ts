@@ -250,9 +250,9 @@ export class Balancer extends undici.Dispatcher {
     // attach, port-forward) take it too: kube-apiserver upgrades HTTP/1.1 only, and undici refuses
     // a custom upgrade over HTTP/2 or tries a WebSocket as an extended CONNECT no apiserver accepts.
     const http1 = legacy || (opts.upgrade !== undefined && opts.upgrade !== null);
-    const route = http1 ? (origin.legacyRoute ??= this.#origins.route(origin.url, true)) : (origin.route ??= this.#origins.route(origin.url, false));
     const kind = classify(opts.method, opts.path, opts.upgrade, opts.query);
     const longRunning = kind !== 'short';
+    const route = this.#origins.routeOf(origin, http1, longRunning);
     const watch = kind === 'watch';
     // The request's one copy of its options, addressed once for every attempt, made in one literal
     // (each key added later would move the object to another hidden class). Watches are quiet for
@@ -353,15 +353,15 @@ export class Balancer extends undici.Dispatcher {
   }
 
   /**
-   * Health took `endpoint` out (ejected, draining): the idempotent requests waiting there unsent go
-   * elsewhere, and when it went silent (`unreachable`), those sent and unanswered too, once the
-   * verdict is whole (the picker rebuilt). Nothing being answered there is touched, and no
-   * connection: a verdict on an endpoint is none on its connections, whose own PINGs and sockets
-   * tell when they are dead.
+   * Health took `endpoint` out (ejected, draining): once the verdict is whole (the picker rebuilt), the idempotent
+   * requests waiting there unsent go elsewhere, and when it went silent (`unreachable`), those sent and unanswered
+   * too; with none left ready, the ejected endpoints are probed now. Nothing being answered there is touched, and
+   * no connection: a verdict on an endpoint is none on its connections, whose PINGs and sockets tell when they die.
    */
   #moveWaiting(endpoint: Endpoint, silent: boolean): void {
     queueMicrotask(() => {
       if (!this.#closed && endpoint.state !== 'ready') this.#unanswered.moveAll(endpoint, silent);
+      if (!this.#closed) this.#prober?.probeOutOnesIfNoneReady();
     });
   }
 

@@ -9,15 +9,17 @@ import { tlsConnectOptions, type Route } from '../net/tls.ts';
 
 /**
  * Pools per endpoint, least recently used evicted (and closed) beyond this: one balanced origin
- * needs two (HTTP/2 and HTTP/1.1-only), the rest is headroom for TLS name changes.
+ * needs three (HTTP/2 short requests, HTTP/2 long-running ones, HTTP/1.1-only), the rest is headroom
+ * for TLS name changes.
  */
 const MAX_POOLS_PER_ENDPOINT = 8;
 
 type PoolSettings = Pick<ResolvedOptions, 'connectTimeout' | 'keepAliveTimeout' | 'pingInterval'>;
 
 /**
- * One undici `Pool` per endpoint (HTTP/2 when offered, so usually one multiplexed connection), plus
- * an HTTP/1.1-only pool for legacy handlers, which undici 8 never puts on HTTP/2. A pool also
+ * One undici `Pool` per endpoint (HTTP/2 when offered, so usually one multiplexed connection), one
+ * for its long-running requests (watches: see `Origins.routeOf`), plus an HTTP/1.1-only pool for
+ * legacy handlers, which undici 8 never puts on HTTP/2. A pool also
  * depends on the verification name (undici drops a connection whose servername changes) and on the
  * TLS credentials: when they are replaced, new requests get new pools and the old ones close once
  * what runs on them (watches included) has finished.

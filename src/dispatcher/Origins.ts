@@ -9,6 +9,7 @@ export interface KnownOrigin {
   readonly balanced: boolean;
   route: Route | undefined;
   legacyRoute: Route | undefined;
+  longRoute: Route | undefined;
 }
 
 /** Each cache holds at most this many origins: a client talks to a handful. */
@@ -26,6 +27,7 @@ export class Origins {
   readonly #known = new Map<string, KnownOrigin>();
   readonly #routes = new Map<string, Route>();
   readonly #legacyRoutes = new Map<string, Route>();
+  readonly #longRoutes = new Map<string, Route>();
   /** The last origin asked for: a client mostly asks for one, and hashing its string per request costs. */
   #lastKey: string | undefined;
   #last: KnownOrigin | undefined;
@@ -48,7 +50,7 @@ export class Origins {
     let known = this.#known.get(key);
     if (!known) {
       const url = typeof origin === 'string' ? new URL(origin) : origin;
-      known = { url, balanced: this.balances(url), route: undefined, legacyRoute: undefined };
+      known = { url, balanced: this.balances(url), route: undefined, legacyRoute: undefined, longRoute: undefined };
       if (this.#known.size >= MAX_ORIGINS) this.#known.clear();
       this.#known.set(key, known);
     }
@@ -59,12 +61,26 @@ export class Origins {
     return known;
   }
 
-  route(origin: URL, legacy: boolean): Route {
-    const routes = legacy ? this.#legacyRoutes : this.#routes;
+  /**
+   * The route of a balanced request of `known`: HTTP/1.1-only (legacy handlers, upgrades), or over
+   * HTTP/2, long-running requests (watches) on their own pool, so on connections of their own. A
+   * connection that gets a GOAWAY lets the streams it accepted finish, a watch's for minutes, and
+   * undici's client opens the next connection only once fewer requests run than its `pipelining`
+   * (1 without a connection): the short requests it was given meanwhile waited for the watch to end
+   * (docs/chaos.md, finding 4). Now they wait, at worst, for the short requests that still run there.
+   */
+  routeOf(known: KnownOrigin, http1: boolean, longRunning: boolean): Route {
+    if (http1) return (known.legacyRoute ??= this.route(known.url, true));
+    return longRunning ? (known.longRoute ??= this.route(known.url, false, true)) : (known.route ??= this.route(known.url, false));
+  }
+
+  route(origin: URL, legacy: boolean, longRunning = false): Route {
+    const routes = legacy ? this.#legacyRoutes : longRunning ? this.#longRoutes : this.#routes;
     let route = routes.get(origin.origin);
     if (!route) {
       const verification = verificationFor(origin, this.#tls.current);
-      const key = `${origin.protocol}//${origin.host} ${verification.name} ${verification.sni ?? '-'} ${legacy ? 'h1' : 'h2'}`;
+      const kind = legacy ? 'h1' : longRunning ? 'h2 long-running' : 'h2';
+      const key = `${origin.protocol}//${origin.host} ${verification.name} ${verification.sni ?? '-'} ${kind}`;
       route = { key, protocol: origin.protocol, host: origin.host, hostHeaders: Object.freeze({ host: origin.host }), verification, http1Only: legacy };
       if (routes.size >= MAX_ORIGINS) routes.clear();
       routes.set(origin.origin, route);
@@ -76,6 +92,7 @@ export class Origins {
   clear(): void {
     this.#routes.clear();
     this.#legacyRoutes.clear();
+    this.#longRoutes.clear();
     this.#known.clear();
     this.#lastKey = undefined;
     this.#last = undefined;

@@ -43,6 +43,22 @@ export function notSent(kind: FailureKind | RetryReason, started: boolean): bool
  * with its Retry-After: back-pressure for the caller, not a round of retries on servers that are
  * shedding load.
  */
-export function takesThrottledRetry(endpoint: Endpoint): boolean {
+function takesThrottledRetry(endpoint: Endpoint): boolean {
   return endpoint.state !== 'ejected' && endpoint.state !== 'draining';
+}
+
+/**
+ * Where a throttled request's retry goes: `first` (the picker's choice), or when that one takes none
+ * (panic mode, with under half the endpoints ready, offers draining and resting ones too), the next
+ * the picker offers that does. Refusing the retry there sent the 429 to the caller while another
+ * endpoint was ready (docs/chaos.md, after the fixes: a rolling restart met by APF 429s).
+ */
+export function throttledRetryTarget(first: Endpoint | undefined, tried: ReadonlySet<Endpoint>, pick: (skip: ReadonlySet<Endpoint>) => Endpoint | undefined): Endpoint | undefined {
+  let endpoint = first;
+  let skip: Set<Endpoint> | undefined;
+  while (endpoint && !takesThrottledRetry(endpoint)) {
+    (skip ??= new Set(tried)).add(endpoint);
+    endpoint = pick(skip);
+  }
+  return endpoint;
 }

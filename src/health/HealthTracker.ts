@@ -192,7 +192,7 @@ export class HealthTracker {
       return;
     }
     h.probePasses++;
-    if (endpoint.state === 'probing') this.#restore(endpoint, h, 'probe');
+    if (endpoint.state === 'probing' || this.#backWhenNoneReady(endpoint, h)) this.#restore(endpoint, h, 'probe');
     else if (endpoint.state === 'draining' && h.probePasses >= PROBES_TO_RETURN) this.#restore(endpoint, h, 'probe');
   }
 
@@ -263,6 +263,17 @@ export class HealthTracker {
       else if ((e.state === 'ejected' || e.state === 'probing') && isInferred(this.#health.get(e)?.reason)) inferred++;
     }
     return others > 0 && ((inferred + 1) * 100) / all.length <= this.#settings.maxEjectionPercent;
+  }
+
+  /**
+   * An endpoint ejected because its connections were refused (an apiserver restarting) whose probe
+   * passed is listening and ready again: it comes back at once when no endpoint is ready. Otherwise it
+   * serves its ejection first (the backoff keeps a crash-looping apiserver from taking requests the
+   * others would serve); with none ready, waiting it out only sends the draining ones' shutdown
+   * rejections, or `ERR_NO_ENDPOINTS`, to the callers (docs/chaos.md, finding 6).
+   */
+  #backWhenNoneReady(endpoint: Endpoint, h: Health): boolean {
+    return endpoint.state === 'ejected' && h.reason === 'connect' && !this.#endpoints().some((e) => e.state === 'ready' && !e.removed);
   }
 
   #eject(endpoint: Endpoint, h: Health, reason: EjectReason, atLeastMs = 0): void {

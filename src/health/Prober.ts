@@ -107,6 +107,18 @@ export class Prober {
     return true;
   }
 
+  /**
+   * No endpoint is left ready (one just went out): every ejected one is probed now, out of turn,
+   * rather than at the next tick, up to an interval later. An apiserver ejected when its connections
+   * were refused and restarted since is then seen back within a probe's time (see
+   * `HealthTracker.probeResult`), while the one draining sends its shutdown rejections to the callers.
+   */
+  probeOutOnesIfNoneReady(): void {
+    const slots = this.#slots;
+    if (this.#closed || slots.some((s) => s.endpoint.state === 'ready')) return;
+    for (const slot of slots) if (slot.endpoint.state === 'ejected') this.probeNow(slot.endpoint);
+  }
+
   close(): void {
     this.#closed = true;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);

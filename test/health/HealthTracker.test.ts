@@ -302,3 +302,19 @@ test('a recovering share moves with each success; the picker is rebuilt at most 
   t.is(e.weightFactor, 1);
   t.is(changes() - before, 3, 'rebuilt once whole');
 });
+
+test('an endpoint ejected for refused connections comes back on a passing probe only while no endpoint is ready', (t) => {
+  const { endpoints, events, health } = setup({ maxEjectionPercent: 100 }, 2);
+  const [a, b] = endpoints as [Endpoint, Endpoint];
+  health.connectFailure(a, 'connect');
+  health.probeResult(a, 'pass');
+  t.is(a.state, 'ejected', 'another is ready: the ejection is served first');
+  health.shuttingDown(b, 5000);
+  t.is(b.state, 'draining');
+  health.probeResult(a, 'pass');
+  t.is(a.state, 'ready', 'none ready: the passing probe brings it back');
+  health.connectFailure(b, 'connect');
+  health.probeResult(b, 'pass');
+  t.is(b.state, 'ejected', 'a is ready again');
+  t.deepEqual(events, ['eject 10.0.0.1 connect 1000', 'drain 10.0.0.2 shutdown', 'restore 10.0.0.1 probe', 'eject 10.0.0.2 connect 1000']);
+});

@@ -30,7 +30,7 @@ test.after.always(async () => {
 
 const configMaps = (verb: string) => cluster.instances.map((i) => i.requestsWhere({ verb, resource: 'configmaps' }).length);
 
-test.serial('Get, Apply and Watch go through the balancer: spread over every instance, one TLS connection each', async (t) => {
+test.serial('Get, Apply and Watch go through the balancer: spread over every instance, one TLS connection each (and one for watches)', async (t) => {
   const original = kfcUndici.Agent.prototype.dispatch;
   for (const instance of cluster.instances) instance.resetCounters();
   // No probes: KFC's undici 8.10 opens a second connection for a request that arrives while the
@@ -55,7 +55,9 @@ test.serial('Get, Apply and Watch go through the balancer: spread over every ins
       watcher.close();
     }
     for (const instance of cluster.instances) {
-      t.is(instance.counters.tlsConnections, 1, `${instance.name}: one connection, where KFC alone opens one per call`);
+      // Watches have a connection of their own (see Origins.routeOf).
+      const tls = instance.counters.tlsConnections;
+      t.true(tls >= 1 && tls <= 2, `${instance.name}: ${tls} connections (short requests, watches), where KFC alone opens one per call`);
       t.true(instance.requestsWhere({ resource: 'configmaps' }).every((r) => r.user === 'sim-admin'));
     }
 

@@ -50,7 +50,7 @@ async function startExec(kc: KubeConfig, pod: string): Promise<{ finish(): Promi
   };
 }
 
-test.serial('CoreV1Api, KubernetesObjectApi, Watch, Log, makeInformer and Exec reach every instance, evenly, over one TLS connection each', async (t) => {
+test.serial('CoreV1Api, KubernetesObjectApi, Watch, Log, makeInformer and Exec reach every instance, evenly, over one TLS connection each for short requests and one for watches', async (t) => {
   const baseline = activeResources();
   const cluster = await ApiserverCluster.start();
   const instances = cluster.instances;
@@ -128,7 +128,9 @@ test.serial('CoreV1Api, KubernetesObjectApi, Watch, Log, makeInformer and Exec r
     t.true(Math.max(...shares) - Math.min(...shares) <= 2, `API requests per instance: ${shares.join('/')}`);
     for (const instance of instances) {
       const execs = count(instance, { subresource: 'exec' });
-      t.is(instance.counters.tlsConnections - execs, 1, `${instance.name}: one TLS connection for every HTTP request (and one per exec WebSocket)`);
+      // Watches and other long-running requests have a connection of their own (see Origins.routeOf).
+      const http = instance.counters.tlsConnections - execs;
+      t.true(http >= 1 && http <= 2, `${instance.name}: ${http} TLS connections: one for short requests, one for watches (and one per exec WebSocket)`);
       t.true(instance.requests.filter((r) => r.subresource !== 'exec').every((r) => r.protocol === 'h2' && r.user === 'sim-admin'));
       t.true(instance.requests.every((r) => r.host === instances[0]!.authority || r.path === '/readyz'), 'the Host header keeps the kubeconfig server');
     }
