@@ -104,21 +104,12 @@ export class SchedulePicker implements Picker {
   #lessLoaded(): Endpoint {
     const endpoints = this.#endpoints;
     const a = this.#schedule.next();
-    const n = endpoints.length;
-    if (n === 1) return endpoints[a]!;
-    let b = this.#nextRandom(n - 1);
-    if (b >= a) b++;
-    const candidates = this.#candidates;
-    let wa = this.#weights[a]!;
-    let wb = this.#weights[b]!;
-    if (candidates.ramping) {
-      const now = candidates.now();
-      wa = candidates.weightAt(a, now);
-      wb = candidates.weightAt(b, now);
-    }
+    if (endpoints.length === 1) return endpoints[a]!;
+    const b = this.#other(a);
     const ea = endpoints[a]!;
     const eb = endpoints[b]!;
-    return eb.inFlight * wa < ea.inFlight * wb ? eb : ea;
+    const now = this.#candidates.ramping ? this.#candidates.now() : 0;
+    return eb.inFlight * this.#weightAt(a, now) < ea.inFlight * this.#weightAt(b, now) ? eb : ea;
   }
 
   /**
@@ -135,24 +126,26 @@ export class SchedulePicker implements Picker {
   #lessQueued(): Endpoint {
     const endpoints = this.#endpoints;
     const a = this.#schedule.next();
-    const n = endpoints.length;
-    if (n === 1) return endpoints[a]!;
-    let b = this.#nextRandom(n - 1);
-    if (b >= a) b++;
+    if (endpoints.length === 1) return endpoints[a]!;
+    const b = this.#other(a);
     const ea = endpoints[a]!;
     const eb = endpoints[b]!;
     const fa = ea.latency.inFlight + ea.relative.inFlight;
     const fb = eb.latency.inFlight + eb.relative.inFlight;
     if (fb >= fa) return ea;
-    const candidates = this.#candidates;
-    let wa = this.#weights[a]!;
-    let wb = this.#weights[b]!;
-    if (candidates.ramping) {
-      const now = candidates.now();
-      wa = candidates.weightAt(a, now);
-      wb = candidates.weightAt(b, now);
-    }
-    return (fb + QUEUE_FLOOR) * QUEUE_LEAD * wa < (fa + QUEUE_FLOOR) * wb ? eb : ea;
+    const now = this.#candidates.ramping ? this.#candidates.now() : 0;
+    return (fb + QUEUE_FLOOR) * QUEUE_LEAD * this.#weightAt(a, now) < (fa + QUEUE_FLOOR) * this.#weightAt(b, now) ? eb : ea;
+  }
+
+  /** An index other than `a`, drawn at random (two endpoints or more): the second of two choices. */
+  #other(a: number): number {
+    const b = this.#nextRandom(this.#endpoints.length - 1);
+    return b >= a ? b + 1 : b;
+  }
+
+  /** Candidate `i`'s weight at clock time `now` (read only while some candidate ramps up from slow start). */
+  #weightAt(i: number, now: number): number {
+    return this.#candidates.ramping ? this.#candidates.weightAt(i, now) : this.#weights[i]!;
   }
 
   /**

@@ -185,7 +185,7 @@ export function byPointReads(endpoints: readonly Endpoint[]): boolean {
  * (three alike apiservers, its answers 30–1,400 ms late) read its own queueing as the apiservers'
  * latency and spread its requests 2.3–2.4× max/min.
  */
-export function reweigh(endpoints: Iterable<Endpoint>, now: number, ownLagMs = 0): boolean {
+export function reweigh(all: readonly Endpoint[], now: number, ownLagMs = 0): boolean {
   const list: Endpoint[] = [];
   const costs: number[] = [];
   /** Since when each cost holds: the last sample, or now for a silence. */
@@ -195,8 +195,6 @@ export function reweigh(endpoints: Iterable<Endpoint>, now: number, ownLagMs = 0
   /** The ms taken off each endpoint's excess (its estimate's noise margin). */
   const noises: number[] = [];
   let best = Infinity;
-  // Read twice: `endpoints` may be an iterator.
-  const all = [...endpoints];
   const points = byPointReads(all);
   for (const endpoint of all) {
     const estimate = points ? endpoint.latency : endpoint.relative;
