@@ -73,8 +73,10 @@ test("the issue's set-up: saturated ≈ 0.95 of the capacities' sum, light-load 
     t.log(`saturated${explore ? ', exploration copies' : ''}: ${(throughput / capacity).toFixed(3)} of capacity, ${saturated.copies} copies`);
     // 0.947–0.957 over the schedules' random starts: the target (0.95) is at the edge, so the floor is a notch below.
     t.true(throughput >= 0.94 * capacity, `saturated: ${(throughput / capacity).toFixed(3)} of capacity`);
-    // Saturated, the slow one's picks are real requests (its cost near twice the queueing fast ones'): copies are rare.
-    t.true(saturated.copies < 0.005 * saturated.done.length, `${saturated.copies} copies`);
+    // Saturated, the slow one's picks are real requests (its cost near twice the queueing fast ones'): copies are rare —
+    // 0.5 % of the requests, plus the re-measures, paced by time at one per 0.5 s at most over the 10 s
+    // (load/remeasure.ts; 12–23 copies in all over the random starts).
+    t.true(saturated.copies < 0.005 * saturated.done.length + 10_000 / 500, `${saturated.copies} copies`);
   }
   // Round robin as it was: the slow server caps everything at 3 × its capacity.
   const plain = simulate({ serviceMs: [20, 20, 100], concurrency: 64, picker: { policy: 'round-robin' } });
