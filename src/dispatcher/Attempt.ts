@@ -8,6 +8,7 @@ import type { AttemptOutcome, FailureKind } from '../health/outcome.ts';
 import { BodyTimer, type Reader } from './BodyTimer.ts';
 import { fitsHold, HOLD_MS, REJECTION_READ_BYTES, REJECTION_READ_MS } from './HoldBack.ts';
 import type { RequestHost } from './RequestHost.ts';
+import { failedToConnect } from './retrySafety.ts';
 
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
@@ -241,6 +242,8 @@ export class Attempt extends BodyTimer implements Handler {
     this.#holding = false;
     this.#heldFirst = this.#heldRest = undefined;
     const kind = this.#request.aborted ? 'aborted' : classifyError(error);
+    // Started, then put back in undici's queue unsent, then its new connection failed: nothing ran.
+    if (this.started && failedToConnect(error)) this.started = false;
     this.#settle(kind === 'aborted' ? { type: 'aborted' } : { type: 'error', kind, error });
     this.#request.attemptFailed(this, error, kind);
   }

@@ -6,6 +6,7 @@ import type { UndiciModule } from '../options/BalancerOptions.ts';
 import type { ResolvedOptions } from '../options/validate.ts';
 import type { TlsState } from '../net/TlsState.ts';
 import { tlsConnectOptions, type Route } from '../net/tls.ts';
+import { watchConnectFailures } from './retrySafety.ts';
 
 /**
  * Pools per endpoint, least recently used evicted (and closed) beyond this: one balanced origin
@@ -45,6 +46,8 @@ export class EndpointPools {
     tls: TlsState,
     forward: (event: string, origin: URL, targets: readonly Dispatcher[], error?: Error) => void,
   ) {
+    // A request these pools fail with their connector's error never ran (`failedToConnect`).
+    watchConnectFailures();
     this.#undici = undici;
     this.#options = options;
     this.#tls = tls;

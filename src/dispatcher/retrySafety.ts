@@ -1,10 +1,12 @@
+import diagnostics_channel from 'node:diagnostics_channel';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import type { FailureKind, RetryReason } from '../health/outcome.ts';
 
 // The design's retry-safety table; the rules that depend on the request and the failure alone are
 // here, and `BalancedRequest` applies them per attempt. A retry is allowed after:
 // - nothing sent (the attempt never handed the request to a connection, whatever the errno; a
-//   stream an HTTP/2 GOAWAY or REFUSED_STREAM says was not processed): any method;
+//   stream an HTTP/2 GOAWAY or REFUSED_STREAM says was not processed; one undici put back in its
+//   queue and then failed with its connector's error): any method;
 // - 429 from API Priority and Fairness or a shutting-down apiserver, and the default shutdown's 503
 //   "apiserver is shutting down" (`isShutdown503`, told by its body, read for at most 1 s first when
 //   the method may not be repeated): any method (the apiserver rejected the request before running
@@ -35,6 +37,34 @@ export function isEviction(method: string, path: string): boolean {
  */
 export function notSent(kind: FailureKind | RetryReason, started: boolean): boolean {
   return !started || kind === 'refused';
+}
+
+/** The errors undici's connector failed connection attempts with (held weakly: they go with their requests). */
+const connectErrors = new WeakSet<object>();
+let watchingConnects = false;
+
+/**
+ * Starts collecting the errors undici's connector fails with, from its `undici:client:connectError`
+ * channel; once per process. Called by the first balancer made, not at import, so that undici's own
+ * `NODE_DEBUG=undici` logging, which subscribes only when nothing else has, keeps working.
+ */
+export function watchConnectFailures(): void {
+  if (watchingConnects) return;
+  watchingConnects = true;
+  diagnostics_channel.subscribe('undici:client:connectError', (message) => {
+    const error = (message as { error?: unknown }).error;
+    if (typeof error === 'object' && error !== null) connectErrors.add(error);
+  });
+}
+
+/**
+ * Whether a request failed with the error of a connection that never opened. undici fails only the
+ * requests waiting in its queue with it, not one on a connection: so even one it had started was put
+ * back unsent (a stream an HTTP/2 GOAWAY or REFUSED_STREAM left unprocessed, a GOAWAY'd session that
+ * would not open it), and nothing of it ran. The error's identity says so, not its errno.
+ */
+export function failedToConnect(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && connectErrors.has(error);
 }
 
 /**
