@@ -36,10 +36,21 @@ export class BalancingAgent extends https.Agent {
     const host = unbracket(String(options.hostname ?? options.host ?? 'localhost'));
     const origin = new URL(`https://${isIPv6(host) ? `[${host}]` : host}:${options.port ?? 443}`);
     if (!this.#balancer.balances(origin) || !callback) return super.createConnection(options, callback);
-    const upgrade = Object.entries(options.headers ?? {}).some(([name, value]) => name.toLowerCase() === 'upgrade' && value !== undefined);
-    new Connection(this.#balancer, origin, options, upgrade, callback).start();
+    new Connection(this.#balancer, origin, options, isUpgrade(options.headers), callback).start();
     return undefined;
   }
+}
+
+/**
+ * Whether the request asks for an upgrade: headers as an object (client-node), or as a flat list of
+ * names and values (the proxy's, which keeps repeated headers): a list's indexes are not names.
+ */
+function isUpgrade(headers: RequestOptions['headers']): boolean {
+  if (Array.isArray(headers)) {
+    for (let i = 0; i + 1 < headers.length; i += 2) if (String(headers[i]).toLowerCase() === 'upgrade') return true;
+    return false;
+  }
+  return Object.entries(headers ?? {}).some(([name, value]) => name.toLowerCase() === 'upgrade' && value !== undefined);
 }
 
 /** One connection across its attempts, each on another endpoint. */

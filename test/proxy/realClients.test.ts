@@ -1,18 +1,18 @@
 // Real clients through the proxy to three simulated apiservers while they restart one after another:
 // kubectl 1.32 (get, get -w, create with a protobuf body, apply, patch, delete, logs -f, exec; and
-// port-forward, SPDY/3.1 tunnelled in a WebSocket and plain, without the restart), kubectl 1.20 (Debian
-// kubernetes-client, unpacked by .ci/run: port-forward over plain SPDY/3.1), Python's
-// `kubernetes` (Debian python3-kubernetes: list, watch, exec) and Ruby's kubeclient (Debian
-// ruby-kubeclient: list, watch). A client missing from the machine fails its test, naming the Debian package (.ci/run installs them).
-import { execFileSync, spawn } from 'node:child_process';
+// port-forward, SPDY/3.1 tunnelled in a WebSocket and plain, here without the restart: across one in
+// portForwardRestart.test.ts), kubectl 1.20 (Debian kubernetes-client, unpacked by .ci/run:
+// port-forward over plain SPDY/3.1), Python's `kubernetes` (Debian python3-kubernetes: list, watch,
+// exec) and Ruby's kubeclient (Debian ruby-kubeclient: list, watch). A client missing from the
+// machine fails its test, naming the Debian package (.ci/run installs them).
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import type { ApiserverCluster } from '../../fixtures/apiserver/index.ts';
 import { until } from '../helpers/poll.ts';
+import { echoThrough, follow, freePort, run, works, writeProxyKubeconfig, type Run } from '../helpers/realClients.ts';
 import { apiRequests, proxiedCluster } from './helpers.ts';
 
 /** Debian's kubectl 1.20 (kubernetes-client), unpacked beside the image's kubectl by .ci/run. */
@@ -20,57 +20,6 @@ const KUBECTL_1_20 = process.env.KUBECTL_1_20 ?? join(tmpdir(), 'kube-balancer-k
 
 /** Debian's python3 (pyenv's first on the PATH of some machines has no `kubernetes`). */
 const PYTHON = '/usr/bin/python3';
-
-function works(command: string, args: string[]): boolean {
-  try {
-    execFileSync(command, args, { stdio: 'ignore', timeout: 30_000 });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-interface Run {
-  command: string;
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a client to its end (bounded: 60 s), with KUBECONFIG set. */
-function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ command: `${command} ${args.join(' ')}`, code, stdout, stderr });
-    });
-  });
-}
-
-/** A long-running client (a watch, a followed log): its output so far, and a stop that resolves to its run. */
-function follow(command: string, args: string[], env: NodeJS.ProcessEnv): { output: () => string; stop: () => Promise<Run> } {
-  const child = spawn(command, args, { env: { ...process.env, ...env } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
-  return {
-    output: () => stdout,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await closed;
-      // Stopped by us: what counts is what it printed and said on stderr, not the signal's exit code.
-      return { command: `${command} ${args.join(' ')}`, code: 0, stdout, stderr };
-    },
-  };
-}
 
 /** Restarts each apiserver in turn (graceful, as a rolling upgrade does), each back and ready before the next. */
 async function rollingRestart(cluster: ApiserverCluster): Promise<void> {
@@ -86,18 +35,7 @@ async function setUp(t: { teardown(fn: () => Promise<void>): void }) {
   cluster.addPod('p');
   const dir = (await cluster.kubeconfigFile()).replace(/\/[^/]+$/, '');
   const kubeconfig = join(dir, 'via-proxy.yaml');
-  await writeFile(
-    kubeconfig,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      `clusters: [{name: proxy, cluster: {server: "${proxy.url!}"}}]`,
-      'users: [{name: via-proxy, user: {}}]',
-      'contexts: [{name: proxy, context: {cluster: proxy, user: via-proxy, namespace: default}}]',
-      'current-context: proxy',
-      '',
-    ].join('\n'),
-  );
+  await writeProxyKubeconfig(kubeconfig, proxy.url!);
   return { cluster, proxy, env: { KUBECONFIG: kubeconfig }, dir };
 }
 
@@ -192,35 +130,6 @@ test('Ruby kubeclient (ruby-kubeclient) through the proxy: list and watch across
   t.regex(result.stdout, /^list 6$/m);
   t.regex(result.stdout, /^watched ADDED rb-5$/m);
 });
-
-/** A port free on 127.0.0.1 now (kubectl port-forward binds it a moment later). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Sends `payload` on a new connection to the local port and reads until as many bytes came back (bounded: 30 s). */
-function echoThrough(port: number, payload: Buffer): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(payload));
-    const chunks: Buffer[] = [];
-    let received = 0;
-    socket.setTimeout(30_000, () => socket.destroy(new Error(`${received} of ${payload.length} bytes back in 30 s`)));
-    socket.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      received += chunk.length;
-      if (received >= payload.length) socket.end();
-    });
-    socket.on('error', reject);
-    socket.on('close', () => resolve(Buffer.concat(chunks)));
-  });
-}
 
 const kubectl120 = works(KUBECTL_1_20, ['version', '--client']);
 for (const [mode, command, extraEnv, method] of [
