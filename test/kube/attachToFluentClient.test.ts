@@ -64,13 +64,15 @@ test.serial('Get, Apply and Watch go through the balancer: spread over every ins
     // Another origin through KFC's undici is not balanced: it goes where it was sent.
     const other = cluster.instances[1]!;
     const before = other.counters.requests;
+    // One or two already (the watch's own connection when the watch went there): one more now.
+    const tlsBefore = other.counters.tlsConnections;
     const agent = new kfcUndici.Agent({ connect: { ca: certs.ca } });
     const res = await kfcUndici.request(`${other.url}/version`, { dispatcher: agent });
     t.is(res.statusCode, 200);
     await res.body.dump();
     await agent.close();
     t.is(other.counters.requests, before + 1);
-    t.is(other.counters.tlsConnections, 2);
+    t.is(other.counters.tlsConnections, tlsBefore + 1);
   } finally {
     await attachment.detach();
   }
