@@ -9,7 +9,7 @@ import type { ChannelRequest } from '../observability/channels.ts';
 import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { bufferBody, isReplayable } from './body.ts';
 import { DEFAULT_BODY_TIMEOUT } from './BodyTimer.ts';
-import { explore } from './Explore.ts';
+import { explore, type CopyHandle } from './Explore.ts';
 import { handOverHeld } from './HoldBack.ts';
 import { framerFor } from './framing/framerFor.ts';
 import type { WatchFramer } from './framing/WatchFramer.ts';
@@ -81,7 +81,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   hedgeNext: Hedgeable | undefined = undefined;
   hedgeQueued = false;
   /** The exploration copy made for it, if one was (Explore.ts). */
-  copy: { cancel(): void } | undefined = undefined;
+  copy: CopyHandle | undefined = undefined;
 
   /**
    * `opts` are this request's own copy, already addressed (Host header, servername, timeouts): every
@@ -431,6 +431,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     if (this.finished) return;
     this.finished = true;
     this.host.hedging?.cancel(this);
+    // The caller is done: a copy still measuring on its behalf may read on only briefly (Explore.ts).
+    this.copy?.callerDone();
     if (this.#rival) {
       this.#rival.supersede();
       this.#attempt!.supersede();

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
+import type { ClockTimer } from '../clock.ts';
 import { classifyError } from '../health/classifyError.ts';
 import type { AttemptOutcome } from '../health/outcome.ts';
 import { keepRejectionBody } from '../health/rejections.ts';
@@ -16,9 +17,29 @@ type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 export interface Explorable extends DescribedRequest {
   /** Milliseconds its response body may stay silent (the copy's too). */
   readonly bodyTimeout: number;
-  /** The copy made for it, which the caller's abort ends too. */
-  copy: { cancel(): void } | undefined;
+  /** The copy made for it, which the caller's abort ends too, and the end of the caller's request bounds. */
+  copy: CopyHandle | undefined;
 }
+
+/** What a request holds of the copy made for it. */
+export interface CopyHandle {
+  /** The caller aborted: the copy ends now. */
+  cancel(): void;
+  /** The caller's request is over (answered, or failed): the copy may read on for `COPY_AFTER_MS`, no longer. */
+  callerDone(): void;
+}
+
+/**
+ * How long a copy may still run once its caller's request is over (chaos finding 3, issue 26). A
+ * copy is a measurement, so it reads on past the caller's answer, which usually comes first (the
+ * copy measures a slow endpoint); but an apiserver waits for its in-flight requests before it exits,
+ * and a copy on one that stopped answering (up to the 300-s body and headers timeouts) held its
+ * drain, and a rolling restart, for seconds after the caller was done. An answer that comes more
+ * than a second after the caller's is at least a second slower than another endpoint's: the copy is
+ * then aborted, and its time ends as a censored sample (it only raises the estimate), as a caller's
+ * abort does.
+ */
+export const COPY_AFTER_MS = 1000;
 
 /**
  * Duplicates the exploration, not the weights. A `lagging` endpoint (its latest answers took 2.5
@@ -61,10 +82,11 @@ export function explore(host: RequestHost, picked: Endpoint, route: Route, opts:
 }
 
 /**
- * The copy: its answer is read to the end (a reset would cost an HTTP/1.1 connection) and dropped.
- * It is its own body timer, and its own never-paused reader.
+ * The copy: its answer is read to the end (a reset would cost an HTTP/1.1 connection) and dropped,
+ * unless that end is more than `COPY_AFTER_MS` after its caller's request's. It is its own body
+ * timer, and its own never-paused reader.
  */
-class ExploreCopy extends BodyTimer implements Handler, Reader {
+class ExploreCopy extends BodyTimer implements Handler, Reader, CopyHandle {
   readonly paused = false;
   bodyTimer: BodyTimer | undefined = undefined;
   readonly #host: RequestHost;
@@ -72,6 +94,8 @@ class ExploreCopy extends BodyTimer implements Handler, Reader {
   readonly #bodyTimeout: number;
   #controller: Controller | undefined;
   #cancelled = false;
+  /** Ends it `COPY_AFTER_MS` after its caller's request (`callerDone`). */
+  #bound: ClockTimer | undefined;
   #sentAt = NaN;
   #statusCode = 0;
   #headers: Headers = {};
@@ -108,16 +132,25 @@ class ExploreCopy extends BodyTimer implements Handler, Reader {
   }
 
   /**
-   * The caller aborted: the copy goes too, with no verdict on the endpoint. A copy is load sent on
+   * The caller aborted (or, with `reason`, the copy outlived its caller's request by
+   * `COPY_AFTER_MS`): the copy goes too, with no verdict on the endpoint. A copy is load sent on
    * the caller's behalf; it must not outlive the caller's interest, holding a unit of retry budget
    * and a connection on an endpoint already slow.
    */
-  cancel(): void {
+  cancel(reason = cancelled()): void {
     if (this.#settled) return;
     this.#cancelled = true;
     this.stop();
     this.#settle({ type: 'aborted' });
-    this.#controller?.abort(cancelled());
+    this.#controller?.abort(reason);
+  }
+
+  callerDone(): void {
+    if (this.#settled || this.#bound !== undefined) return;
+    this.#bound = this.#host.clock.setTimeout(() => {
+      this.#bound = undefined;
+      this.cancel(outlived());
+    }, COPY_AFTER_MS);
   }
 
   onResponseStart(_controller: Controller, statusCode: number, headers: Headers): void {
@@ -155,6 +188,8 @@ class ExploreCopy extends BodyTimer implements Handler, Reader {
     if (this.#settled) return;
     this.#settled = true;
     const host = this.#host;
+    if (this.#bound !== undefined) host.clock.clearTimeout(this.#bound);
+    this.#bound = undefined;
     host.budget.release();
     host.attemptEnded(this.#endpoint, false, outcome, this.#sentAt);
   }
@@ -163,4 +198,9 @@ class ExploreCopy extends BodyTimer implements Handler, Reader {
 /** Informational (undici's `UND_ERR_INFO`), as an attempt's `superseded`: no other request is to fail for it. */
 function cancelled(): Error {
   return Object.assign(new Error("kube-balancer: the caller aborted the request this copy explored for"), { code: 'UND_ERR_INFO' });
+}
+
+/** Informational too: the copy ran `COPY_AFTER_MS` past its caller's request. */
+function outlived(): Error {
+  return Object.assign(new Error("kube-balancer: this copy ran a second past the request it explored for"), { code: 'UND_ERR_INFO' });
 }

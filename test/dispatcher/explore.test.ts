@@ -5,6 +5,7 @@
 import test from 'ava';
 import type { Endpoint } from '../../src/balancer/Endpoint.ts';
 import { BalancedRequest } from '../../src/dispatcher/BalancedRequest.ts';
+import { COPY_AFTER_MS } from '../../src/dispatcher/Explore.ts';
 import { Hedging } from '../../src/dispatcher/Hedge.ts';
 import type { RequestHost } from '../../src/dispatcher/RequestHost.ts';
 import { RetryBudget } from '../../src/dispatcher/RetryBudget.ts';
@@ -198,4 +199,33 @@ test('a lagging endpoint due a re-measure gets a copy of a GET picked elsewhere,
   send(remeasuring);
   t.is(sent.at(-1)!.endpoint, fast1, 'none due: no copy');
   t.is(sent.length, 5);
+});
+
+test('a copy reads on past its caller’s answer for COPY_AFTER_MS, no longer: then it is aborted, a censored sample with no verdict (chaos finding 3)', async (t) => {
+  const { clock, slow, delay, sent, ended, budget, request } = setUp();
+  // Answered within the bound: a whole sample, nothing aborted.
+  delay.set(slow, 20 + COPY_AFTER_MS - 1);
+  const answered = request();
+  clock.advance(20);
+  await new Promise((resolve) => setImmediate(resolve));
+  t.is(answered.status, 200);
+  clock.advance(COPY_AFTER_MS - 1);
+  t.is(ended.find((e) => e.endpoint === slow)?.outcome.type, 'response', 'a slow answer inside the bound is still measured');
+  t.false(sent.some((s) => s.aborted));
+  // Never answered: aborted COPY_AFTER_MS after the caller's answer, its budget back.
+  delay.set(slow, Infinity);
+  const r = request();
+  clock.advance(20);
+  await new Promise((resolve) => setImmediate(resolve));
+  t.is(r.status, 200);
+  clock.advance(COPY_AFTER_MS - 1);
+  t.false(sent.at(-2)!.aborted, 'the copy still runs a moment before the bound');
+  t.is(budget.retries, 1);
+  clock.advance(1);
+  t.is(sent.at(-2)!.endpoint, slow);
+  t.true(sent.at(-2)!.aborted, 'the copy is aborted: its stream no longer holds the apiserver');
+  const copy = ended.filter((e) => e.endpoint === slow).at(-1)!;
+  t.deepEqual(copy.outcome, { type: 'aborted' }, 'no verdict on the endpoint');
+  t.is(clock.now() - copy.startedAt, 20 + COPY_AFTER_MS, 'its time is a censored sample: it only raises the estimate');
+  t.is(budget.retries, 0, 'its unit of retry budget is back');
 });
