@@ -138,13 +138,13 @@ export class Prober {
    * probed now, out of turn, rather than at the next tick, up to an interval later: an apiserver
    * ejected when its connections were refused and restarted since is then seen back within a probe's
    * time (see `HealthTracker.probeResult`), while the one draining sends its shutdown rejections to
-   * the callers. If the picker is in panic, the out endpoints' own schedule starts (`watchPanic`).
+   * the callers. If the picker is in panic, the out endpoints' own schedule starts (`#watchPanic`).
    */
   wentOut(): void {
     const slots = this.#slots;
     if (this.#closed) return;
     if (!slots.some((s) => s.endpoint.state === 'ready')) for (const slot of slots) if (slot.endpoint.state === 'ejected') this.probeNow(slot.endpoint);
-    this.watchPanic();
+    this.#watchPanic();
   }
 
   /**
@@ -152,7 +152,7 @@ export class Prober {
    * own schedule starts (its first probes within one `PANIC_INTERVAL_MS`), unless it runs already.
    * It stops by itself at its first tick out of panic. Each regular tick checks too.
    */
-  watchPanic(): void {
+  #watchPanic(): void {
     if (this.#closed || this.#panicTimer !== undefined || this.#slots.length === 0 || !this.#panic()) return;
     this.#panicTimer = this.#clock.setTimeout(this.#panicTick, PANIC_INTERVAL_MS * (0.8 + 0.4 * this.#random()));
   }
@@ -179,7 +179,7 @@ export class Prober {
       slot.probing = true;
       void this.#probe(slot);
     }
-    this.watchPanic();
+    this.#watchPanic();
   }
 
   #due(): void {
@@ -209,7 +209,7 @@ export class Prober {
       void this.#probe(slot);
     }
     if (this.#slots.length > 0) this.#timer = this.#clock.setTimeout(this.#tick, intervalMs * (0.8 + 0.4 * this.#random()));
-    this.watchPanic();
+    this.#watchPanic();
   }
 
   async #probe(slot: Slot): Promise<void> {
