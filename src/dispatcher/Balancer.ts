@@ -114,7 +114,7 @@ export class Balancer extends undici.Dispatcher {
           this.#rebalancer?.nudge();
         },
       },
-      () => this.#set.list(),
+      () => this.#set.list(), Math.random, () => this.#set.panic, // the picker's panic: see HealthTracker.#backAtOnce
     );
     this.#judge = new OutcomeJudge(this.#health, this.#options, clock, this.#lag, {
       earned: (now) => this.#budget.earn(now),
@@ -125,7 +125,7 @@ export class Balancer extends undici.Dispatcher {
     this.#origins = new Origins(this.#options.origin, tls);
     if (this.#options.probe !== false) {
       const send = (endpoint: Endpoint, settings: ProbeSettings): Promise<ProbeResult | undefined> => this.#sendProbe(endpoint, settings);
-      const prober = (this.#prober = new Prober(this.#options.probe, clock, send, (endpoint, result) => this.#health.probeResult(endpoint, result)));
+      const prober = (this.#prober = new Prober(this.#options.probe, clock, send, (e, r, at) => this.#health.probeResult(e, r, at), Math.random, () => this.#set.panic));
       this.#stallWatch = new StallWatch(clock, () => this.#set.list(), (endpoint) => prober.probeNow(endpoint));
     }
     const rebalance = this.#options.rebalanceWatches;
@@ -355,13 +355,13 @@ export class Balancer extends undici.Dispatcher {
   /**
    * Health took `endpoint` out (ejected, draining): once the verdict is whole (the picker rebuilt), the idempotent
    * requests waiting there unsent go elsewhere, and when it went silent (`unreachable`), those sent and unanswered
-   * too; with none left ready, the ejected endpoints are probed now. Nothing being answered there is touched, and
-   * no connection: a verdict on an endpoint is none on its connections, whose PINGs and sockets tell when they die.
+   * too; then the prober hears (`Prober.wentOut`: none left ready, panic). Nothing being answered there is touched,
+   * nor any connection: a verdict on an endpoint is none on its connections, whose PINGs and sockets tell when they die.
    */
   #moveWaiting(endpoint: Endpoint, silent: boolean): void {
     queueMicrotask(() => {
       if (!this.#closed && endpoint.state !== 'ready') this.#unanswered.moveAll(endpoint, silent);
-      if (!this.#closed) this.#prober?.probeOutOnesIfNoneReady();
+      if (!this.#closed) this.#prober?.wentOut();
     });
   }
 

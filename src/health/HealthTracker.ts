@@ -39,6 +39,8 @@ interface Health {
   timer: ClockTimer | undefined;
   probationInFlight: boolean;
   probePasses: number;
+  /** Clock time it entered its state: a probe sent before says nothing of it. */
+  since: number;
 }
 
 /** Passing probes that bring a draining endpoint back (rise), like a readiness probe's successThreshold. */
@@ -63,6 +65,8 @@ const DEFAULT_THROTTLE_MS = 1_000;
  *   ready ──connect/TLS failure, N×5xx──► ejected ──timer──► probing ──probation ok──► ready
  *     │  ╲──429 (APF)──► ejected(throttled) ──Retry-After──► ready        └──fails──► ejected (longer)
  *     └──failing probe (any state), shutdown 429──► draining ──2 passing probes──► ready
+ *
+ *   In panic, one passing probe brings back a draining endpoint or one ejected for refused connections.
  */
 export class HealthTracker {
   readonly #settings: HealthSettings;
@@ -70,16 +74,26 @@ export class HealthTracker {
   readonly #listener: HealthListener;
   readonly #endpoints: () => readonly Endpoint[];
   readonly #random: () => number;
+  readonly #panic: () => boolean;
   readonly #health = new Map<Endpoint, Health>();
   readonly #probing = new Set<Endpoint>();
   #recoveryRebuiltAt = -Infinity;
 
-  constructor(settings: HealthSettings, clock: Clock, listener: HealthListener, endpoints: () => readonly Endpoint[], random = Math.random) {
+  /** `panic`: whether the picker is in panic mode (`EndpointSet.panic`, the picker's own threshold). */
+  constructor(
+    settings: HealthSettings,
+    clock: Clock,
+    listener: HealthListener,
+    endpoints: () => readonly Endpoint[],
+    random = Math.random,
+    panic: () => boolean = () => false,
+  ) {
     this.#settings = settings;
     this.#clock = clock;
     this.#listener = listener;
     this.#endpoints = endpoints;
     this.#random = random;
+    this.#panic = panic;
   }
 
   /**
@@ -171,8 +185,11 @@ export class HealthTracker {
     this.#drain(endpoint, h, 'shutdown');
   }
 
-  /** A probe result: rise and fall like a readiness probe, then probation semantics. */
-  probeResult(endpoint: Endpoint, result: ProbeResult): void {
+  /**
+   * A probe result: rise and fall like a readiness probe, then probation semantics. `sentAt`: the
+   * clock time the probe was sent (unknown: before anything), for `#backAtOnce`.
+   */
+  probeResult(endpoint: Endpoint, result: ProbeResult, sentAt = -Infinity): void {
     // A pass changes nothing for a ready endpoint: passes count only while draining, from the 0
     // that draining starts at (`#enter`). Most probes are that, so they read no health record.
     if (endpoint.removed || (result === 'pass' && endpoint.state === 'ready')) return;
@@ -192,7 +209,7 @@ export class HealthTracker {
       return;
     }
     h.probePasses++;
-    if (endpoint.state === 'probing' || this.#backWhenNoneReady(endpoint, h)) this.#restore(endpoint, h, 'probe');
+    if (endpoint.state === 'probing' || this.#backAtOnce(endpoint, h, sentAt)) this.#restore(endpoint, h, 'probe');
     else if (endpoint.state === 'draining' && h.probePasses >= PROBES_TO_RETURN) this.#restore(endpoint, h, 'probe');
   }
 
@@ -238,7 +255,16 @@ export class HealthTracker {
   #of(endpoint: Endpoint): Health {
     let h = this.#health.get(endpoint);
     if (!h) {
-      h = { consecutiveFailures: 0, ejections: 0, lastEjectedAt: -Infinity, reason: undefined, timer: undefined, probationInFlight: false, probePasses: 0 };
+      h = {
+        consecutiveFailures: 0,
+        ejections: 0,
+        lastEjectedAt: -Infinity,
+        reason: undefined,
+        timer: undefined,
+        probationInFlight: false,
+        probePasses: 0,
+        since: this.#clock.now(),
+      };
       this.#health.set(endpoint, h);
     }
     return h;
@@ -266,14 +292,27 @@ export class HealthTracker {
   }
 
   /**
-   * An endpoint ejected because its connections were refused (an apiserver restarting) whose probe
-   * passed is listening and ready again: it comes back at once when no endpoint is ready. Otherwise it
-   * serves its ejection first (the backoff keeps a crash-looping apiserver from taking requests the
-   * others would serve); with none ready, waiting it out only sends the draining ones' shutdown
-   * rejections, or `ERR_NO_ENDPOINTS`, to the callers (docs/chaos.md, finding 6).
+   * Whether one passing probe brings `endpoint` back at once. Outside panic, none does: a draining
+   * endpoint needs `PROBES_TO_RETURN`, and one ejected for refused connections serves its ejection
+   * first (the backoff keeps a crash-looping apiserver from taking requests the others would serve).
+   *
+   * In panic (fewer ready than the picker's `panicThreshold`) the picker sends callers' requests to
+   * the draining and ejected endpoints anyway, so waiting only sends their shutdown rejections and
+   * refused connections to the callers; a restarted apiserver whose /readyz passes is better than
+   * that, and Envoy un-ejects on one passing active health check by default
+   * (`successful_active_health_check_uneject_host`). So in panic one pass brings back a draining
+   * endpoint, or one ejected for refused connections (an apiserver restarting), if the probe was sent
+   * after it went out (a pass sent before is stale: a shutdown fails /readyz only from its start).
+   * With none ready (panic or not, even with `panicThreshold` 0) a refused one comes back as before
+   * (docs/chaos.md, finding 6). A crash-looping apiserver still never comes back: its /readyz
+   * fails, or its connections are refused. Ejections for other reasons (TLS, silence, 5xx, 429)
+   * keep their timers: a pass proves none of those over.
    */
-  #backWhenNoneReady(endpoint: Endpoint, h: Health): boolean {
-    return endpoint.state === 'ejected' && h.reason === 'connect' && !this.#endpoints().some((e) => e.state === 'ready' && !e.removed);
+  #backAtOnce(endpoint: Endpoint, h: Health, sentAt: number): boolean {
+    const state = endpoint.state;
+    if (state === 'draining') return sentAt >= h.since && this.#panic();
+    if (state !== 'ejected' || h.reason !== 'connect') return false;
+    return (sentAt >= h.since && this.#panic()) || !this.#endpoints().some((e) => e.state === 'ready' && !e.removed);
   }
 
   #eject(endpoint: Endpoint, h: Health, reason: EjectReason, atLeastMs = 0): void {
@@ -330,6 +369,7 @@ export class HealthTracker {
     h.probePasses = 0;
     h.consecutiveFailures = 0;
     h.probationInFlight = false;
+    h.since = this.#clock.now();
     endpoint.state = state;
     // Only a connection that failed or went silent proves it out of reach; a 429 or 5xx is an answer.
     endpoint.unreachable = reason === 'connect' || reason === 'tls' || reason === 'unreachable';

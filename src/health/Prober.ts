@@ -35,6 +35,18 @@ const MAX_SKIPS = 4;
  */
 const QUIET_PART_OF_TIMEOUT = 0.25;
 
+/**
+ * In panic, the endpoints that are out (draining, ejected, probing) are probed on a schedule of
+ * their own this often (jittered ±20 %; the first at once), besides the regular one. 500 ms: an apiserver back from a
+ * restart is then seen within about a quarter second on average, rather than an interval (2 s) and,
+ * for a draining one, a second passing probe (another interval); and it is shorter than the first
+ * ejection (1 s), so a refused one comes back before its timer. Not shorter: these probes go to a
+ * starting apiserver from every client of a fleet in panic at once, four times the regular rate. In
+ * panic that is cheap: the picker sends the callers' own requests to those endpoints anyway, and a
+ * probe is the smallest request there is. Outside panic the regular interval alone runs.
+ */
+const PANIC_INTERVAL_MS = 500;
+
 /** One endpoint's probing: the probes skipped in a row, whether one is under way, and whether it was removed. */
 interface Slot {
   readonly endpoint: Endpoint;
@@ -50,7 +62,8 @@ interface Slot {
  * clients does not probe in step), one probe at a time per endpoint. Probes that would only repeat
  * what requests just showed are skipped (`MAX_SKIPS`): with thousands of clients, probes are most
  * of the requests an apiserver gets (`npm run fleet`). Ejected, draining, probing and idle
- * endpoints are always probed.
+ * endpoints are always probed; in panic, those out are also probed on a short schedule of their own
+ * (`PANIC_INTERVAL_MS`).
  *
  * One timer per balancer, not per endpoint: every tick was a timer of its own, and with three
  * endpoints those were half of all the timers a simulated client ran (`npm run fleet`); probing
@@ -60,20 +73,36 @@ export class Prober {
   readonly #settings: ProbeSettings;
   readonly #clock: Clock;
   readonly #send: SendProbe;
-  readonly #onResult: (endpoint: Endpoint, result: ProbeResult) => void;
+  readonly #onResult: (endpoint: Endpoint, result: ProbeResult, sentAt: number) => void;
   /** In the order they were added: a tick walks an array (a map's iterator cost more, `npm run fleet`); sets are small. */
   #slots: Slot[] = [];
   readonly #random: () => number;
   readonly #tick = (): void => this.#due();
+  readonly #panic: () => boolean;
+  readonly #panicTick = (): void => this.#panicDue();
   #timer: ClockTimer | undefined;
+  /** The panic schedule's timer: set only while in panic (`PANIC_INTERVAL_MS`). */
+  #panicTimer: ClockTimer | undefined;
   #closed = false;
 
-  constructor(settings: ProbeSettings, clock: Clock, send: SendProbe, onResult: (endpoint: Endpoint, result: ProbeResult) => void, random = Math.random) {
+  /**
+   * `onResult` gets each probe's result and the clock time it was sent; `panic`: whether the picker is
+   * in panic mode (`EndpointSet.panic`), which turns on the out endpoints' own schedule.
+   */
+  constructor(
+    settings: ProbeSettings,
+    clock: Clock,
+    send: SendProbe,
+    onResult: (endpoint: Endpoint, result: ProbeResult, sentAt: number) => void,
+    random = Math.random,
+    panic: () => boolean = () => false,
+  ) {
     this.#settings = settings;
     this.#clock = clock;
     this.#send = send;
     this.#onResult = onResult;
     this.#random = random;
+    this.#panic = panic;
   }
 
   /** Starts probing an endpoint: at the next tick, the first of which comes within one interval, spread at random. */
@@ -88,10 +117,7 @@ export class Prober {
     if (!slot) return;
     slot.removed = true;
     this.#slots = this.#slots.filter((s) => s !== slot);
-    if (this.#slots.length === 0 && this.#timer !== undefined) {
-      this.#clock.clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
+    if (this.#slots.length === 0) this.#stop();
   }
 
   /**
@@ -108,22 +134,54 @@ export class Prober {
   }
 
   /**
-   * No endpoint is left ready (one just went out): every ejected one is probed now, out of turn,
-   * rather than at the next tick, up to an interval later. An apiserver ejected when its connections
-   * were refused and restarted since is then seen back within a probe's time (see
-   * `HealthTracker.probeResult`), while the one draining sends its shutdown rejections to the callers.
+   * An endpoint just went out (ejected, draining). If no endpoint is left ready, every ejected one is
+   * probed now, out of turn, rather than at the next tick, up to an interval later: an apiserver
+   * ejected when its connections were refused and restarted since is then seen back within a probe's
+   * time (see `HealthTracker.probeResult`), while the one draining sends its shutdown rejections to
+   * the callers. If the picker is in panic, the out endpoints' own schedule starts (`#watchPanic`).
    */
-  probeOutOnesIfNoneReady(): void {
+  wentOut(): void {
     const slots = this.#slots;
-    if (this.#closed || slots.some((s) => s.endpoint.state === 'ready')) return;
-    for (const slot of slots) if (slot.endpoint.state === 'ejected') this.probeNow(slot.endpoint);
+    if (this.#closed) return;
+    if (!slots.some((s) => s.endpoint.state === 'ready')) for (const slot of slots) if (slot.endpoint.state === 'ejected') this.probeNow(slot.endpoint);
+    this.#watchPanic();
+  }
+
+  /**
+   * An endpoint went out, or a regular tick came: if the picker is in panic and the out endpoints'
+   * own schedule does not run yet, it starts, with their first probes now (one probe per out
+   * endpoint each time panic begins: an apiserver already back is seen within a probe's time, not
+   * up to `PANIC_INTERVAL_MS` later; `kube-balancer demo` showed 0.5–0.8 s). It stops by itself at
+   * its first tick out of panic.
+   */
+  #watchPanic(): void {
+    if (this.#closed || this.#panicTimer !== undefined || this.#slots.length === 0) return;
+    this.#panicDue();
   }
 
   close(): void {
     this.#closed = true;
+    this.#stop();
+    this.#slots = [];
+  }
+
+  #stop(): void {
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#slots = [];
+    if (this.#panicTimer !== undefined) this.#clock.clearTimeout(this.#panicTimer);
+    this.#panicTimer = undefined;
+  }
+
+  /** The panic schedule: while in panic, every endpoint that is out and has no probe under way is probed. */
+  #panicDue(): void {
+    this.#panicTimer = undefined;
+    if (this.#closed || !this.#panic()) return;
+    for (const slot of this.#slots) {
+      if (slot.probing || slot.endpoint.state === 'ready') continue;
+      slot.probing = true;
+      void this.#probe(slot);
+    }
+    this.#panicTimer = this.#clock.setTimeout(this.#panicTick, PANIC_INTERVAL_MS * (0.8 + 0.4 * this.#random()));
   }
 
   #due(): void {
@@ -153,10 +211,12 @@ export class Prober {
       void this.#probe(slot);
     }
     if (this.#slots.length > 0) this.#timer = this.#clock.setTimeout(this.#tick, intervalMs * (0.8 + 0.4 * this.#random()));
+    this.#watchPanic();
   }
 
   async #probe(slot: Slot): Promise<void> {
     const endpoint = slot.endpoint;
+    const sentAt = this.#clock.now();
     let result: ProbeResult | undefined;
     try {
       result = await this.#send(endpoint, this.#settings);
@@ -167,7 +227,7 @@ export class Prober {
     slot.probedAt = this.#clock.now();
     // The endpoint may have been removed, or the balancer closed, while the probe ran.
     if (this.#closed || slot.removed) return;
-    if (result !== undefined) this.#onResult(endpoint, result);
+    if (result !== undefined) this.#onResult(endpoint, result, sentAt);
   }
 
   #slotOf(endpoint: Endpoint): Slot | undefined {
