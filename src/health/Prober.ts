@@ -128,7 +128,6 @@ export class Prober {
   probeNow(endpoint: Endpoint): boolean {
     const slot = this.#slotOf(endpoint);
     if (this.#closed || slot === undefined || slot.probing) return false;
-    slot.probing = true;
     void this.#probe(slot);
     return true;
   }
@@ -177,9 +176,7 @@ export class Prober {
     this.#panicTimer = undefined;
     if (this.#closed || !this.#panic()) return;
     for (const slot of this.#slots) {
-      if (slot.probing || slot.endpoint.state === 'ready') continue;
-      slot.probing = true;
-      void this.#probe(slot);
+      if (!slot.probing && slot.endpoint.state !== 'ready') void this.#probe(slot);
     }
     this.#panicTimer = this.#clock.setTimeout(this.#panicTick, PANIC_INTERVAL_MS * (0.8 + 0.4 * this.#random()));
   }
@@ -207,14 +204,15 @@ export class Prober {
         continue;
       }
       slot.skipped = 0;
-      slot.probing = true;
       void this.#probe(slot);
     }
     if (this.#slots.length > 0) this.#timer = this.#clock.setTimeout(this.#tick, intervalMs * (0.8 + 0.4 * this.#random()));
     this.#watchPanic();
   }
 
+  /** One probe of `slot`, marked under way from its start (synchronously, before the send). */
   async #probe(slot: Slot): Promise<void> {
+    slot.probing = true;
     const endpoint = slot.endpoint;
     const sentAt = this.#clock.now();
     let result: ProbeResult | undefined;
