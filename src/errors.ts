@@ -35,6 +35,17 @@ export class BalancerError extends Error {
   }
 }
 
+/** Every endpoint a request tried failed: the error names each one's cause. */
+export function allEndpointsFailed(error: Error, causes: ReadonlyArray<{ endpoint: string; error: Error }>): BalancerError {
+  const list = causes.map((c) => `${c.endpoint}: ${describeError(c.error)}`).join('; ');
+  return new BalancerError('ERR_ALL_ENDPOINTS_FAILED', `every apiserver endpoint tried failed (${list})`, { cause: error, causes: [...causes] });
+}
+
+function describeError(error: Error): string {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : error.message;
+}
+
 export function invalidOption(field: string, value: unknown, expected: string): BalancerError {
   return new BalancerError('ERR_INVALID_OPTION', `options.${field} ${expected}; got ${describe(value)}`);
 }

@@ -47,6 +47,8 @@ export interface AttemptOwner extends Controller, Reader {
   attemptSettled(attempt: Attempt): void;
   forward(chunk: Buffer): void;
   attemptFailed(attempt: Attempt, error: Error, kind: FailureKind): void;
+  /** A held-back rejection was read to its end, or cut: see `whole`. */
+  rejectionRead(attempt: Attempt): void;
   upgradeClosed(): void;
   completed(trailers: Headers): void;
 }
@@ -95,6 +97,12 @@ export class Attempt extends BodyTimer implements Handler {
   #statusCode = 0;
   #headers: Headers = NO_HEADERS;
   #body = '';
+  #rejectionBytes = 0;
+  /**
+   * A rejection (429, 5xx) read to its end with all of its body kept: it can still be the caller's
+   * answer when the retries it led to fail (`BalancedRequest`'s fallback). Undefined while it is read.
+   */
+  whole: boolean | undefined;
   #settled = false;
 
   constructor(request: AttemptOwner, endpoint: Endpoint, holdsBudget: boolean) {
@@ -161,6 +169,7 @@ export class Attempt extends BodyTimer implements Handler {
       const won = request.responded(this, now, statusCode);
       this.#statusCode = statusCode;
       this.#headers = headers;
+      this.#statusMessage = statusMessage;
       if (request.bodyTimeout > 0) request.host.bodyTimers.start(this, request.bodyTimeout, now);
       // A rejection that lost a race to an attempt still waiting: read for its verdict, then dropped.
       if (!won) return this.#holdBack();
@@ -173,7 +182,6 @@ export class Attempt extends BodyTimer implements Handler {
       if (statusCode >= 429 && request.holdBack(this, statusCode)) return this.#holdBack();
       if (request.holdable && fitsHold(headers['content-length'], request.host.maxHeldResponse)) {
         this.#holding = true;
-        this.#statusMessage = statusMessage;
         return this.#bound(HOLD_MS);
       }
       request.commit();
@@ -186,7 +194,10 @@ export class Attempt extends BodyTimer implements Handler {
     // Every piece of every body (a watch's events too) moves the endpoint's progress clock.
     this.touch((this.endpoint.lastAnswerAt = this.#request.host.clock.now()));
     // Kept to read what a rejection says (a shutdown, a lagging watch cache), whether or not it is retried.
-    if (this.#statusCode >= 429) this.#body = keepRejectionBody(this.#body, this.#statusCode, chunk);
+    if (this.#statusCode >= 429) {
+      this.#body = keepRejectionBody(this.#body, this.#statusCode, chunk);
+      this.#rejectionBytes += chunk.length;
+    }
     if (this.#moved) return;
     if (this.#heldBack) {
       if ((this.#heldBytes += chunk.length) > REJECTION_READ_BYTES) this.abort(readEnough());
@@ -217,8 +228,9 @@ export class Attempt extends BodyTimer implements Handler {
     this.#unbound();
     if (this.#moved) return;
     this.#settle(this.#responseOutcome());
+    if (this.#statusCode >= 429) this.whole = this.#rejectionBytes <= REJECTION_BODY_BYTES;
     // Its retry went at its headers, or it lost a race: it was read for its verdict alone.
-    if (this.#heldBack) return;
+    if (this.#heldBack) return request.rejectionRead(this);
     // A shutdown's 503: the request went elsewhere.
     if (this.#inspected && request.inspected(this, this.#statusCode, this.#headers, this.#body)) return;
     if (this.#holding) {
@@ -237,7 +249,11 @@ export class Attempt extends BodyTimer implements Handler {
     // An inspected response that broke is an attempt that failed: what it said was not all said.
     this.#inspected = undefined;
     // The held-back response broke while being read (or was read long enough); it was rejected anyway.
-    if (this.#heldBack) return this.#settle(this.#responseOutcome());
+    if (this.#heldBack) {
+      this.whole = false;
+      this.#settle(this.#responseOutcome());
+      return this.#request.rejectionRead(this);
+    }
     // A response still held broke before its end: the caller saw none of it, so it may be retried.
     this.#holding = false;
     this.#heldFirst = this.#heldRest = undefined;
@@ -277,6 +293,13 @@ export class Attempt extends BodyTimer implements Handler {
       if (controller.aborted) return;
       downstream.onResponseData?.(controller, chunk);
     }
+  }
+
+  /** Hands this rejection, read `whole`, to `downstream` as the answer: head, body, end. */
+  answer(downstream: Handler, controller: Controller): void {
+    this.passHead(downstream, controller);
+    if (this.#body && !controller.aborted) downstream.onResponseData?.(controller, Buffer.from(this.#body, 'latin1'));
+    if (!controller.aborted) downstream.onResponseEnd?.(controller, {});
   }
 
   /** Whether a held response has body chunks still to pass on. */

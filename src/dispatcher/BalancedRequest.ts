@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../balancer/Endpoint.ts';
 import { isPointRead } from '../balancer/load/isPointRead.ts';
 import { requestClass } from '../balancer/load/requestClass.ts';
-import { BalancerError } from '../errors.ts';
+import { allEndpointsFailed } from '../errors.ts';
 import type { FailureKind, RetryReason } from '../health/outcome.ts';
 import { isShutdown503, mayBeShutdown503 } from '../health/rejections.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
@@ -30,14 +30,10 @@ type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
  * twice, and only where the retry-safety table allows (`retrySafety.ts`).
  * A response that reached the caller is never retried, so a watch is never resumed mid-stream.
  *
- * A watch's event stream is passed on whole events at a time (framed by its content type: JSON
- * lines, protobuf length-prefixed frames), so that it can always end at an event boundary: when its
- * connection breaks (an apiserver crashed) or when it is moved to another endpoint, the caller sees
- * the watch end the way an apiserver ends one at its timeout, and its informer re-watches from the
- * last resourceVersion it saw. client-node's informer stops for good on any error but 410 and
- * timeouts; a clean end is the one outcome every client resumes from. A watch of any other content
- * type is passed through unchanged: with no boundary to end at, it is never moved, and a broken
- * connection reaches the caller as the error it is.
+ * A watch's events are passed on whole (JSON lines, protobuf frames), so that when its connection
+ * breaks or it is moved the caller sees it end as at an apiserver's timeout, the one outcome every
+ * informer re-watches from (client-node's stops for good on any error but 410). A watch of any
+ * other content type passes through unchanged, is never moved, and a break reaches the caller.
  */
 export class BalancedRequest extends ProxyController implements MovableWatch, DescribedRequest, Hedgeable, AttemptOwner {
   readonly host: RequestHost;
@@ -50,11 +46,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   readonly bodyTimeout: number;
   /** A short GET of one object: its latency measures the endpoint's load (see `isPointRead`). */
   readonly timed: boolean;
-  /**
-   * Any other short request's class (`requestClass`): its latency, compared with its class's on the
-   * other endpoints, measures the endpoint's load too (`Endpoint.relative`). Undefined for a timed
-   * request and a long-running one.
-   */
+  /** Any other short request's class (`requestClass`): its latency, against its class's elsewhere, measures load too. */
   readonly loadClass: string | undefined;
   readonly #opts: DispatchOptions;
   readonly #route: Route;
@@ -71,6 +63,9 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** The latest attempt sent, and while a hedge races it, the attempt it races. */
   #attempt: Attempt | undefined;
   #rival: Attempt | undefined;
+  /** The latest rejection (429, 5xx) whose retry went: the answer if all after it fail (`#fallBack`). */
+  #fallback: Attempt | undefined;
+  #failure: Error | undefined;
   /** The attempt whose watch response is being passed on event by event, once there is one. */
   #watching: Attempt | undefined;
   #framer: WatchFramer | undefined;
@@ -133,11 +128,9 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   /**
-   * The attempt now in flight alone may be hedged once it has been silent for the delay: a first
-   * attempt (`#first` inlines this), a retry (a sweep that came while a held-back 5xx was read
-   * dropped the request), or the one left when its rival was out (a hedge refused by a crashed
-   * apiserver not yet ejected left the GET on a black hole until that was ejected). `hedge`'s
-   * attempt limit and the retry budget still bound how many go out.
+   * The attempt now in flight alone may be hedged once silent for the delay: a first one (`#first`
+   * inlines this), a retry, or the one left when its rival was out (a hedge refused by a crashed
+   * apiserver left the GET on a black hole). `hedge`'s limit and the retry budget bound them.
    */
   #mayHedgeLater(): void {
     if (this.#probationOk() && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
@@ -164,13 +157,10 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   /**
-   * An attempt's response headers came. It wins a race with a hedge: the other attempt is aborted,
-   * with no verdict on its endpoint's health (only a hint of silence when the hedge won). Returns
-   * false when it does not: a rejection (a 429, a 5xx: an apiserver that began its shutdown before
-   * anyone marked it draining) while the other attempt still waits. That one goes on alone, as
-   * after a failure, and the rejected one is only read for its verdict. Letting the rejection win
-   * aborted a slow but healthy attempt, and the retry then often had nowhere left to go (the
-   * demo under load: the shutdown 503 reached the caller).
+   * An attempt's response headers came. It wins a race with a hedge: the other is aborted, with no
+   * verdict (a hint of silence when the hedge won). Not a rejection (429, 5xx) while the other still
+   * waits: that one goes on alone and the rejected one is only read for its verdict (false). Letting
+   * the rejection win aborted slow but healthy attempts, leaving the retry nowhere to go (the demo).
    */
   responded(attempt: Attempt, now: number, statusCode: number): boolean {
     attempt.answered = true;
@@ -231,10 +221,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
    */
   #retry(attempt: Attempt, reason: RetryReason): boolean {
     if (this.aborted || this.finished) return false;
-    // A handshake that failed (certificate not verified) sent nothing and ejected that endpoint:
-    // it uses up neither an attempt nor retry budget, so 30 wrong-name endpoints cannot fail a
-    // request while 3 good ones exist. An ejected endpoint is not picked again, so these retries
-    // number at most the endpoints per ejection, however many requests there are.
+    // A failed handshake sent nothing and ejected its endpoint (never picked again): it costs neither
+    // an attempt nor budget, so 30 wrong-name endpoints cannot fail a request while 3 good ones exist.
     if (reason !== 'tls' && this.#attempts - this.#handshakeFailures >= this.host.maxAttempts) return false;
     if (reason === 'tls') this.#handshakeFailures++;
     const nothingSent = notSent(reason, attempt.started);
@@ -249,6 +237,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     const budgeted = reason !== 'tls';
     if (!endpoint || (budgeted && !this.host.budget.tryAcquire())) return false;
     this.detach();
+    if (reason === 'throttled' || reason === '5xx' || reason === 'shutdown') this.#fallback = attempt;
     this.host.retrying(attempt.endpoint, endpoint, reason, this.#attempts + 1, this);
     this.#send(endpoint, budgeted);
     this.#mayHedgeLater();
@@ -396,7 +385,29 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     (this.#causes ??= []).push({ endpoint: attempt.endpoint.key, error });
     if (this.#retry(attempt, kind)) return;
     const eligible = notSent(kind, attempt.started) || this.#idempotent;
+    if (this.#fallback && eligible) return this.#fallBack(error);
     this.#fail(error, eligible);
+  }
+
+  /**
+   * Every attempt after a rejection failed (a write's last sending nothing): the rejection, read whole,
+   * is the answer one connection would have had (clients retry it); cut, the error is. Detached while
+   * it is still read (`#failure`): an abort then ends the request.
+   */
+  #fallBack(error: Error): void {
+    const fallback = this.#fallback!;
+    if (fallback.whole === undefined) {
+      this.#failure = error;
+      return this.detach();
+    }
+    if (!fallback.whole) return this.#fail(error, true);
+    this.#committed = true;
+    this.#finish();
+    fallback.answer(this.downstream, this);
+  }
+
+  rejectionRead(attempt: Attempt): void {
+    if (attempt === this.#fallback && this.#failure && !this.finished) this.#fallBack(this.#failure);
   }
 
   /** An upgraded socket closed: the caller had it all along. */
@@ -416,12 +427,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** Ends the request with an error; when retrying was allowed but failed everywhere, the error names each endpoint's cause. */
   #fail(error: Error, exhausted: boolean): void {
     if (this.finished) return;
-    let reported = error;
-    if (exhausted) {
-      const causes = this.#causes ?? [];
-      const list = causes.map((c) => `${c.endpoint}: ${describeError(c.error)}`).join('; ');
-      reported = new BalancerError('ERR_ALL_ENDPOINTS_FAILED', `every apiserver endpoint tried failed (${list})`, { cause: error, causes: [...causes] });
-    }
+    const reported = exhausted ? allEndpointsFailed(error, this.#causes ?? []) : error;
     this.#finish();
     if (!this.aborted) this.host.totals.failed++;
     this.downstream.onResponseError?.(this, reported);
@@ -441,9 +447,4 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.host.budget.requests--;
     if (!this.longRunning) this.host.budget.shortRequests--;
   }
-}
-
-function describeError(error: Error): string {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? code : error.message;
 }

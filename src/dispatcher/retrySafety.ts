@@ -71,10 +71,13 @@ export function failedToConnect(error: unknown): boolean {
  * Whether a throttled request may go to `endpoint`: not when it is resting (throttled or ejected) or
  * draining, which panic mode still offers. When every endpoint is throttled the 429 is the answer,
  * with its Retry-After: back-pressure for the caller, not a round of retries on servers that are
- * shedding load.
+ * shedding load. Except one out for refused connections (panic mode's reserve): it sheds nothing,
+ * may have restarted unseen, and if it refuses again the 429 is still the answer (the request's
+ * fallback), so the retry costs the caller nothing.
  */
 function takesThrottledRetry(endpoint: Endpoint): boolean {
-  return endpoint.state !== 'ejected' && endpoint.state !== 'draining';
+  if (endpoint.state === 'ejected') return endpoint.lastEjection?.reason === 'connect';
+  return endpoint.state !== 'draining';
 }
 
 /**
