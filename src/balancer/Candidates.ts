@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { Endpoint } from './Endpoint.ts';
+import { outForRefusals, type Endpoint } from './Endpoint.ts';
 
 /**
  * Envoy's priority overprovisioning factor: a priority level keeps all of its traffic until fewer
@@ -93,7 +93,8 @@ export class Candidates {
    *   weights of different levels (which SRV never compares) do not decide — except endpoints that
    *   refused or never answered a connection (`unreachable`), which no health check misjudged,
    *   unless every endpoint is such. Those stay in the reserve: a retry that tried every candidate
-   *   goes there rather than fail (a restarted apiserver serves before a probe restores it).
+   *   goes there rather than fail (a restarted apiserver serves before a probe restores it). Outside
+   *   panic the reserve ends with the endpoints out for refused connections alone (`outForRefusals`).
    */
   static select(endpoints: Iterable<Endpoint>, options: SelectOptions, clock: Clock): Candidates {
     const listed: Endpoint[] = [];
@@ -149,7 +150,7 @@ export class Candidates {
       }
       if (weighted) reserve.push(...usable.filter((e) => e.weight === 0));
     });
-    if (panic) reserve.push(...listed.filter((e) => e.unreachable));
+    reserve.push(...listed.filter((e) => (panic ? e.unreachable : outForRefusals(e))));
     return new Candidates(chosen, weights, streamWeights, reserve, panic, options, clock);
   }
 
@@ -185,6 +186,7 @@ export class Candidates {
     }
     if (weighted) for (const endpoint of usable) if (endpoint.weight === 0) reserve.push(endpoint);
     if (panic && usable !== level) for (const endpoint of level) if (endpoint.unreachable) reserve.push(endpoint);
+    if (!panic && ready < level.length) for (const endpoint of level) if (outForRefusals(endpoint)) reserve.push(endpoint);
     return new Candidates(chosen, weights, streamWeights, reserve, panic, options, clock);
   }
 

@@ -63,6 +63,14 @@ export type ResponseClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'error' | 'a
 export const OUTCOME_ERROR = 0;
 export const OUTCOME_ABORTED = 6;
 
+/**
+ * Out because its connections were refused: it sheds no load and may have restarted unseen, and a
+ * refused connection sends nothing, so a retry with nowhere else to go may still try it (`Candidates`).
+ */
+export function outForRefusals(endpoint: Endpoint): boolean {
+  return endpoint.state === 'ejected' && endpoint.lastEjection?.reason === 'connect';
+}
+
 /** The live state of one apiserver endpoint. Survives endpoint-set updates while it is listed. */
 export class Endpoint {
   // The fields every probe tick reads come first, so that they share the object's first cache line:

@@ -1,5 +1,5 @@
 import diagnostics_channel from 'node:diagnostics_channel';
-import type { Endpoint } from '../balancer/Endpoint.ts';
+import { outForRefusals, type Endpoint } from '../balancer/Endpoint.ts';
 import type { FailureKind, RetryReason } from '../health/outcome.ts';
 
 // The design's retry-safety table; the rules that depend on the request and the failure alone are
@@ -71,13 +71,11 @@ export function failedToConnect(error: unknown): boolean {
  * Whether a throttled request may go to `endpoint`: not when it is resting (throttled or ejected) or
  * draining, which panic mode still offers. When every endpoint is throttled the 429 is the answer,
  * with its Retry-After: back-pressure for the caller, not a round of retries on servers that are
- * shedding load. Except one out for refused connections (panic mode's reserve): it sheds nothing,
- * may have restarted unseen, and if it refuses again the 429 is still the answer (the request's
- * fallback), so the retry costs the caller nothing.
+ * shedding load. Except one out for refused connections (the picker's reserve, `outForRefusals`):
+ * if it refuses again the 429 is still the answer (the request's fallback).
  */
 function takesThrottledRetry(endpoint: Endpoint): boolean {
-  if (endpoint.state === 'ejected') return endpoint.lastEjection?.reason === 'connect';
-  return endpoint.state !== 'draining';
+  return outForRefusals(endpoint) || (endpoint.state !== 'ejected' && endpoint.state !== 'draining');
 }
 
 /**

@@ -2,12 +2,13 @@
 // (the chaos suite's schedule 6, docs/chaos.md: a rolling restart's 429s reached the caller while the
 // apiserver that had just restarted, still ejected in the balancer's view, served). The retry goes
 // there: a restarted apiserver answers it; one that refuses again leaves the 429 the answer, as one
-// connection would have had it, never `ERR_ALL_ENDPOINTS_FAILED`. Real sockets (HTTP/2, TLS); probes
+// connection would have had it, never `ERR_ALL_ENDPOINTS_FAILED`; outside panic too, once every
+// ready endpoint was tried. Real sockets (HTTP/2, TLS); probes
 // off and ejections of 20 s, so nothing but the retry can reach the restarted one.
 import test from 'ava';
 import * as undici from 'undici';
 import { certs } from '../../fixtures/certs/index.ts';
-import { startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
+import { sendJson, startServers, staticTarget, type TestServer } from '../../fixtures/server/TestServer.ts';
 import { createBalancer, type Balancer } from '../../src/index.ts';
 import { HOSTS, ORIGIN } from '../helpers/balancer.ts';
 import { until } from '../helpers/poll.ts';
@@ -61,6 +62,35 @@ test('when those endpoints refuse again, the caller gets the 429 with its body a
       t.like(body, { kind: 'Status', code: 429 });
       t.is(retries[0], 'throttled', `${method}: the 429 was retried (${retries.join(',')})`);
     }
+  } finally {
+    await balancer.destroy();
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('outside panic too: a GET met by 503s at both ready endpoints is retried on the restarted one still ejected', async (t) => {
+  // 503s (under `consecutive5xx`) leave both ready, so two of three stay ready: no panic.
+  const failing = new Set<string>();
+  const servers = await startServers(HOSTS, {
+    handler: (req, res, server) => (failing.has(server.name) ? sendJson(res, 503, { kind: 'Status', code: 503 }) : sendJson(res, 200, { server: server.name, path: req.url })),
+  });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, baseEjectionMs: 20_000, hedge: false });
+  try {
+    await servers[2]!.crash();
+    await until(
+      async () => {
+        await undici.request(`${ORIGIN}${PATH}`, { dispatcher: balancer }).then((r) => r.body.dump(), () => {});
+        return balancer.endpoints().some((e) => e.state === 'ejected' && e.lastEjection?.reason === 'connect');
+      },
+      { what: 'the crashed endpoint ejected for refused connections' },
+    );
+    await servers[2]!.restart();
+    failing.add(servers[0]!.name).add(servers[1]!.name);
+    const res = await undici.request(`${ORIGIN}${PATH}`, { dispatcher: balancer });
+    const body = (await res.body.json()) as { server?: string };
+    t.is(res.statusCode, 200);
+    t.is(body.server, servers[2]!.name);
+    t.deepEqual(balancer.endpoints().map((e) => e.state).sort(), ['ejected', 'ready', 'ready'], 'not panic: two stayed ready');
   } finally {
     await balancer.destroy();
     await Promise.all(servers.map((s) => s.close()));
