@@ -46,7 +46,7 @@ export class AttemptAccounts {
     endpoint.outcomes[outcomeIndex(outcome)]!++;
     // One clock read for the verdict and the latency sample: they describe the same moment.
     const now = this.#clock.now();
-    this.#judge.judge(endpoint, outcome, now);
+    this.#judge.judge(endpoint, outcome, now, startedAt);
     if (longRunning) return;
     this.#set.shortEnded(endpoint, startedAt, !measuresServing(outcome), now, loadClass);
     if (startedAt === startedAt && loadClass === undefined) this.#stallWatch?.ended(now);

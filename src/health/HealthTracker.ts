@@ -16,12 +16,18 @@ export interface HealthSettings {
   probes: boolean;
 }
 
+/**
+ * How an endpoint came back: its probation request, a probe, the end of its 429's Retry-After, or
+ * (in panic) an answer to a request sent after that 429.
+ */
+export type RestoreVia = 'probation' | 'probe' | 'retry-after' | 'answer';
+
 export interface HealthListener {
   /** Eligibility or weights changed: the picker must be rebuilt. */
   changed(): void;
   eject(endpoint: Endpoint, reason: EjectReason, durationMs: number): void;
   drain(endpoint: Endpoint, reason: 'probe' | 'shutdown'): void;
-  restore(endpoint: Endpoint, via: 'probation' | 'probe' | 'retry-after'): void;
+  restore(endpoint: Endpoint, via: RestoreVia): void;
 }
 
 /**
@@ -63,7 +69,7 @@ const DEFAULT_THROTTLE_MS = 1_000;
  * endpoint that comes back slow-starts, its latency estimate started over.
  *
  *   ready ──connect/TLS failure, N×5xx──► ejected ──timer──► probing ──probation ok──► ready
- *     │  ╲──429 (APF)──► ejected(throttled) ──Retry-After──► ready        └──fails──► ejected (longer)
+ *     │  ╲──429 (APF)──► ejected(throttled) ──Retry-After (in panic: an answer)──► ready   └──fails──► ejected (longer)
  *     └──failing probe (any state), shutdown 429──► draining ──2 passing probes──► ready
  *
  *   In panic, one passing probe brings back a draining endpoint or one ejected for refused connections.
@@ -132,14 +138,26 @@ export class HealthTracker {
     }
   }
 
-  /** Any answer that is not a server failure (at clock time `now`, read here if not given): the endpoint works. */
-  success(endpoint: Endpoint, now = this.#clock.now()): void {
+  /**
+   * Any answer that is not a server failure (at clock time `now`, read here if not given): the
+   * endpoint works. `sentAt`: when its request went out (NaN: unknown).
+   *
+   * In panic, an answer to a request sent after the endpoint went out for a 429 ends its rest: the
+   * picker sends callers' requests there anyway, and the server's newer answer supersedes its
+   * Retry-After. Without this, a throttled retry skipped a recovered apiserver for the rest of a
+   * huge Retry-After and passed a 429 on (docs/chaos.md, schedule 50).
+   */
+  success(endpoint: Endpoint, now = this.#clock.now(), sentAt = Number.NaN): void {
     if (endpoint.removed) return;
     const h = this.#health.get(endpoint);
     if (h) {
       h.consecutiveFailures = 0;
       if (endpoint.state === 'probing' && h.probationInFlight) {
         this.#restore(endpoint, h, 'probation');
+        return;
+      }
+      if (endpoint.state === 'ejected' && h.reason === 'throttled' && sentAt >= h.since && this.#panic()) {
+        this.#restore(endpoint, h, 'answer', false);
         return;
       }
     }
@@ -345,7 +363,7 @@ export class HealthTracker {
     this.#listener.changed();
   }
 
-  #restore(endpoint: Endpoint, h: Health, via: 'probation' | 'probe' | 'retry-after', slowStart = true): void {
+  #restore(endpoint: Endpoint, h: Health, via: RestoreVia, slowStart = true): void {
     this.#enter(endpoint, h, 'ready', undefined);
     if (slowStart) {
       const now = this.#clock.now();

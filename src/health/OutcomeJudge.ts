@@ -43,8 +43,11 @@ export class OutcomeJudge {
     this.#hooks = hooks;
   }
 
-  /** Feeds one attempt's outcome, which came at clock time `now`, to the endpoint's health. */
-  judge(endpoint: Endpoint, outcome: AttemptOutcome, now = this.#clock.now()): void {
+  /**
+   * Feeds one attempt's outcome, which came at clock time `now`, to the endpoint's health; `sentAt`:
+   * when the attempt went out (NaN: not measured).
+   */
+  judge(endpoint: Endpoint, outcome: AttemptOutcome, now = this.#clock.now(), sentAt = Number.NaN): void {
     if (outcome.type === 'aborted') {
       this.#health.releaseProbation(endpoint);
       return;
@@ -71,7 +74,7 @@ export class OutcomeJudge {
     // Below 429 an answer is a success: every rejection `#rejected` reads is a 429 or a 5xx.
     if (outcome.statusCode >= 429 && this.#rejected(endpoint, outcome)) return;
     this.#hooks.earned(now);
-    this.#health.success(endpoint, now);
+    this.#health.success(endpoint, now, sentAt);
   }
 
   /** A 429 or 5xx's verdict, and true; false when it is an answer after all (an eviction's 429, a 4xx above 429). */

@@ -1,4 +1,5 @@
 import type { EjectReason, EndpointInfo } from '../balancer/Endpoint.ts';
+import type { RestoreVia } from '../health/HealthTracker.ts';
 import type { RetryReason } from '../health/outcome.ts';
 
 export interface BalancerEvents {
@@ -7,7 +8,7 @@ export interface BalancerEvents {
   /** An endpoint stopped taking requests for `durationMs` (connect/TLS failure, 5xx, 429, failed probe). */
   eject: [endpoint: EndpointInfo, reason: EjectReason, durationMs: number];
   /** An endpoint takes requests again. */
-  restore: [endpoint: EndpointInfo, via: 'probation' | 'probe' | 'retry-after'];
+  restore: [endpoint: EndpointInfo, via: RestoreVia];
   /** An endpoint's apiserver is shutting down or failing /readyz: no new requests, running ones finish. */
   drain: [endpoint: EndpointInfo, reason: 'probe' | 'shutdown'];
   /** A request is tried again on another endpoint. */

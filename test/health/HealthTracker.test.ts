@@ -5,7 +5,7 @@ import { FakeClock } from '../helpers/FakeClock.ts';
 
 const SETTINGS: HealthSettings = { consecutive5xx: 5, baseEjectionMs: 1000, maxEjectionMs: 30_000, maxEjectionPercent: 50, probes: true };
 
-function setup(settings: Partial<HealthSettings> = {}, count = 3, random = () => 0.5) {
+function setup(settings: Partial<HealthSettings> = {}, count = 3, random = () => 0.5, panic?: (endpoints: Endpoint[]) => boolean) {
   const clock = new FakeClock();
   const endpoints = Array.from({ length: count }, (_, i) => new Endpoint({ address: `10.0.0.${i + 1}`, port: 6443 }, clock.now()));
   const events: string[] = [];
@@ -21,6 +21,7 @@ function setup(settings: Partial<HealthSettings> = {}, count = 3, random = () =>
     },
     () => endpoints,
     random,
+    panic && (() => panic(endpoints)),
   );
   return { clock, endpoints, events, health, changes: () => changes };
 }
@@ -317,4 +318,27 @@ test('an endpoint ejected for refused connections comes back on a passing probe 
   health.probeResult(b, 'pass');
   t.is(b.state, 'ejected', 'a is ready again');
   t.deepEqual(events, ['eject 10.0.0.1 connect 1000', 'drain 10.0.0.2 shutdown', 'restore 10.0.0.1 probe', 'eject 10.0.0.2 connect 1000']);
+});
+
+test('in panic, an answer to a request sent after an endpoint went out for a 429 ends its rest; one sent before, or outside panic, does not', (t) => {
+  const underHalfReady = (all: Endpoint[]) => all.filter((e) => e.state === 'ready').length * 2 < all.length;
+  const { clock, endpoints, events, health } = setup({}, 3, () => 0.5, underHalfReady);
+  const [a, b, c] = endpoints as [Endpoint, Endpoint, Endpoint];
+  health.throttled(a, 60_000);
+  const beforeB = clock.now();
+  clock.advance(10);
+  health.success(a, clock.now(), clock.now());
+  t.is(a.state, 'ejected', 'outside panic (two of three ready) its rest runs on');
+  health.throttled(b, 60_000);
+  health.throttled(c, 60_000);
+  health.success(b, clock.now(), beforeB);
+  t.is(b.state, 'ejected', 'a request sent before its 429: stale');
+  health.success(b, clock.now());
+  t.is(b.state, 'ejected', 'a request whose sending time is unknown proves nothing');
+  clock.advance(10);
+  health.success(b, clock.now(), clock.now() - 5);
+  t.is(b.state, 'ready', 'sent after, in panic: back at once');
+  t.true(b.weightFactor < 1, 'its share stays reduced');
+  t.is(c.state, 'ejected');
+  t.deepEqual(events.slice(-1), ['restore 10.0.0.2 answer']);
 });

@@ -108,6 +108,28 @@ test('all 3 throttled: callers get the 429 with its Retry-After, after one attem
   }
 });
 
+test('all 3 throttled for a long Retry-After, then 2 recover: their answers end their rest, and no caller sees the third one\'s 429 (docs/chaos.md, schedule 50)', async (t) => {
+  const clock = new FakeClock();
+  const { cluster, balancer, send, close } = await setup({}, clock);
+  const restored: string[] = [];
+  balancer.on('restore', (e, via) => restored.push(`${e.address}:${via}`));
+  try {
+    cluster.setModes({ apfRejectFraction: 1, apfRetryAfterSeconds: 32 });
+    const throttled = await load(12, 3, (i) => send('GET', i));
+    t.true(throttled.every((r) => r.value?.status === 429), 'all three throttled: the 429 is the answer');
+    // The clock stands still: every rest outlasts the test unless an answer ends it.
+    cluster.instances[0]!.setModes({ apfRejectFraction: 0 });
+    cluster.instances[1]!.setModes({ apfRejectFraction: 0 });
+    const results = await load(60, 3, (i) => send(i % 2 ? 'POST' : 'GET', 100 + i));
+    const late = results.slice(30).map((r) => r.value?.status ?? String(r.error));
+    t.log(`statuses after recovery: ${results.map((r) => r.value?.status ?? 'error').join(' ')}; restored ${restored.join(', ')}`);
+    t.deepEqual(late.filter((s) => s !== 200 && s !== 201), [], 'once the two answered, no 429 reaches a caller');
+    t.deepEqual(restored.sort(), [cluster.instances[0]!.host, cluster.instances[1]!.host].map((h) => `${h}:answer`).sort());
+  } finally {
+    await close();
+  }
+});
+
 test('1 of 3 saturated (APF seats: 2 seats, a queue of 2, a 150 ms wait): its queued requests are served late, its 429s (full queue, wait too long) go elsewhere; no caller sees one', async (t) => {
   const { cluster, send, close } = await setup();
   try {
