@@ -94,7 +94,10 @@ export class Candidates {
    *   refused or never answered a connection (`unreachable`), which no health check misjudged,
    *   unless every endpoint is such. Those stay in the reserve: a retry that tried every candidate
    *   goes there rather than fail (a restarted apiserver serves before a probe restores it). Outside
-   *   panic the reserve ends with the endpoints out for refused connections alone (`outForRefusals`).
+   *   panic the reserve ends with the endpoints out for refused connections (`outForRefusals`), then
+   *   the draining ones: panic would offer them anyway, an apiserver that restarted is draining until
+   *   two probes pass, and a retry there that is rejected again leaves the caller the rejection it
+   *   had (docs/chaos.md, schedule 95).
    */
   static select(endpoints: Iterable<Endpoint>, options: SelectOptions, clock: Clock): Candidates {
     const listed: Endpoint[] = [];
@@ -150,7 +153,8 @@ export class Candidates {
       }
       if (weighted) reserve.push(...usable.filter((e) => e.weight === 0));
     });
-    reserve.push(...listed.filter((e) => (panic ? e.unreachable : outForRefusals(e))));
+    if (panic) reserve.push(...listed.filter((e) => e.unreachable));
+    else lastResorts(listed, reserve);
     return new Candidates(chosen, weights, streamWeights, reserve, panic, options, clock);
   }
 
@@ -186,7 +190,7 @@ export class Candidates {
     }
     if (weighted) for (const endpoint of usable) if (endpoint.weight === 0) reserve.push(endpoint);
     if (panic && usable !== level) for (const endpoint of level) if (endpoint.unreachable) reserve.push(endpoint);
-    if (!panic && ready < level.length) for (const endpoint of level) if (outForRefusals(endpoint)) reserve.push(endpoint);
+    if (!panic && ready < level.length) lastResorts(level, reserve);
     return new Candidates(chosen, weights, streamWeights, reserve, panic, options, clock);
   }
 
@@ -235,4 +239,10 @@ function spill(readyFractions: number[]): number[] {
   });
   const carried = 1 - left;
   return carried > 0 && left > 1e-12 ? loads.map((load) => load / carried) : loads;
+}
+
+/** Outside panic, what a retry that tried every candidate may still use: refused ones first, then draining ones. */
+function lastResorts(endpoints: readonly Endpoint[], reserve: Endpoint[]): void {
+  for (const endpoint of endpoints) if (outForRefusals(endpoint)) reserve.push(endpoint);
+  for (const endpoint of endpoints) if (endpoint.state === 'draining') reserve.push(endpoint);
 }

@@ -177,7 +177,7 @@ test('sameAs: an ejected endpoint turning to probing changes nothing a pick read
   t.false(select(ramping, {}, clock).sameAs(select(ramping, {}, clock)));
 });
 
-test('one priority level is chosen as the general rule would: a second, idle level only adds its members to the reserve', (t) => {
+test('one priority level is chosen as the general rule would: a second, idle level only adds its members to the reserve, before the draining ones', (t) => {
   const level = withStates([endpoint(1, { weight: 2 }), endpoint(2, { weight: 0 }), endpoint(3), endpoint(4)], ['ready', 'ready', 'draining', 'ready']);
   level[3]!.weightFactor = 0.5;
   level[3]!.loadFactor = 0.25;
@@ -190,6 +190,6 @@ test('one priority level is chosen as the general rule would: a second, idle lev
   t.deepEqual(one.endpoints, two.endpoints);
   t.deepEqual([...one.weights], [...two.weights]);
   t.deepEqual([...one.streamWeights], [...two.streamWeights]);
-  t.deepEqual(one.reserve.map((e) => e.address), ['10.0.0.2']);
-  t.deepEqual(two.reserve.map((e) => e.address), ['10.0.0.2', '10.0.0.9']);
+  t.deepEqual(one.reserve.map((e) => e.address), ['10.0.0.2', '10.0.0.3']);
+  t.deepEqual(two.reserve.map((e) => e.address), ['10.0.0.2', '10.0.0.9', '10.0.0.3']);
 });

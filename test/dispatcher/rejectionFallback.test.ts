@@ -3,8 +3,8 @@
 // apiserver that had just restarted, still ejected in the balancer's view, served). The retry goes
 // there: a restarted apiserver answers it; one that refuses again leaves the 429 the answer, as one
 // connection would have had it, never `ERR_ALL_ENDPOINTS_FAILED`; outside panic too, once every
-// ready endpoint was tried. Real sockets (HTTP/2, TLS); probes
-// off and ejections of 20 s, so nothing but the retry can reach the restarted one.
+// ready endpoint was tried, and then on one draining. Real sockets (HTTP/2, TLS); probes
+// off (or failing) and ejections of 20 s, so nothing but the retry can reach the restarted one.
 import test from 'ava';
 import * as undici from 'undici';
 import { certs } from '../../fixtures/certs/index.ts';
@@ -91,6 +91,33 @@ test('outside panic too: a GET met by 503s at both ready endpoints is retried on
     t.is(res.statusCode, 200);
     t.is(body.server, servers[2]!.name);
     t.deepEqual(balancer.endpoints().map((e) => e.state).sort(), ['ejected', 'ready', 'ready'], 'not panic: two stayed ready');
+  } finally {
+    await balancer.destroy();
+    await Promise.all(servers.map((s) => s.close()));
+  }
+});
+
+test('outside panic: a GET met by 503s at both ready endpoints is retried on one draining (its /readyz fails, as after a restart until two probes pass) and served there', async (t) => {
+  const failing = new Set<string>();
+  const servers = await startServers(HOSTS, {
+    handler: (req, res, server) => (failing.has(server.name) ? sendJson(res, 503, { kind: 'Status', code: 503 }) : sendJson(res, 200, { server: server.name, path: req.url })),
+  });
+  servers[2]!.readyzStatus = 500;
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: { intervalMs: 100 }, hedge: false });
+  try {
+    await until(
+      async () => {
+        await undici.request(`${ORIGIN}${PATH}`, { dispatcher: balancer }).then((r) => r.body.dump(), () => {});
+        return balancer.endpoints().some((e) => e.state === 'draining');
+      },
+      { what: 'the unready endpoint draining' },
+    );
+    failing.add(servers[0]!.name).add(servers[1]!.name);
+    const res = await undici.request(`${ORIGIN}${PATH}`, { dispatcher: balancer });
+    const body = (await res.body.json()) as { server?: string };
+    t.is(res.statusCode, 200);
+    t.is(body.server, servers[2]!.name);
+    t.deepEqual(balancer.endpoints().map((e) => e.state).sort(), ['draining', 'ready', 'ready'], 'not panic: two stayed ready');
   } finally {
     await balancer.destroy();
     await Promise.all(servers.map((s) => s.close()));
