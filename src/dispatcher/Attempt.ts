@@ -64,8 +64,8 @@ const NO_HEADERS: Headers = Object.freeze({});
 export class Attempt extends BodyTimer implements Handler {
   readonly endpoint: Endpoint;
   readonly #request: AttemptOwner;
-  /** Retry attempts hold a unit of the retry budget until they end. */
-  readonly #holdsBudget: boolean;
+  /** Retry attempts hold a unit of the retry budget until they end, or until a rejection's headers come. */
+  #holdsBudget: boolean;
   #controller: Controller | undefined;
   #moved = false;
   /** Whether undici handed the request to a connection (it writes it right after): see `notSent`. */
@@ -178,7 +178,8 @@ export class Attempt extends BodyTimer implements Handler {
         return this.#bound();
       }
       // Only a 429 or a 5xx is ever held back for a retry, which goes now: its status says it may,
-      // and a body that trickles must not hold it (issue 26).
+      // and a body that trickles must not hold it (issue 26), nor the retry budget it took.
+      if (statusCode >= 429) this.#releaseBudget();
       if (statusCode >= 429 && request.holdBack(this, statusCode)) return this.#holdBack();
       if (request.holdable && fitsHold(headers['content-length'], request.host.maxHeldResponse)) {
         this.#holding = true;
@@ -330,8 +331,13 @@ export class Attempt extends BodyTimer implements Handler {
     for (const chunk of inspected.chunks) if (!request.finished) request.forward(chunk);
   }
 
-  /** Its response is not the caller's: its body is read for the verdict (what the rejection says) within a bound. */
+  /**
+   * Its response is not the caller's: its body is read for the verdict (what the rejection says)
+   * within a bound. Its unit of retry budget goes back now: the apiserver has answered, and a
+   * trickling body held the unit for the whole read, so storms refused the retries that followed.
+   */
   #holdBack(): void {
+    this.#releaseBudget();
     this.#heldBack = true;
     this.#heldBytes = 0;
     this.#bound();
@@ -358,6 +364,12 @@ export class Attempt extends BodyTimer implements Handler {
     this.#readBound = undefined;
   }
 
+  #releaseBudget(): void {
+    if (!this.#holdsBudget) return;
+    this.#holdsBudget = false;
+    this.#request.host.budget.release();
+  }
+
   #responseOutcome(): AttemptOutcome {
     return { type: 'response', statusCode: this.#statusCode, headers: this.#headers, body: this.#body, eviction: this.#request.eviction };
   }
@@ -365,7 +377,7 @@ export class Attempt extends BodyTimer implements Handler {
   #settle(outcome: AttemptOutcome): void {
     if (this.#settled) return;
     this.#settled = true;
-    if (this.#holdsBudget) this.#request.host.budget.release();
+    this.#releaseBudget();
     const request = this.#request;
     const loadClass = request.loadClass;
     request.host.attemptEnded(this.endpoint, request.longRunning, outcome, request.timed || loadClass !== undefined ? this.sentAt : NaN, loadClass);

@@ -7,7 +7,7 @@ import test from 'ava';
 import * as undici from 'undici';
 import { certs } from '../../fixtures/certs/index.ts';
 import { startServers, staticTarget, type Response, type TestServer } from '../../fixtures/server/TestServer.ts';
-import { createBalancer, type Balancer } from '../../src/index.ts';
+import { createBalancer, type Balancer, type BalancerOptions } from '../../src/index.ts';
 import { HOSTS, ORIGIN } from '../helpers/balancer.ts';
 import { FakeClock } from '../helpers/FakeClock.ts';
 import { until } from '../helpers/poll.ts';
@@ -25,13 +25,13 @@ interface SetUp {
   close: () => Promise<void>;
 }
 
-/** The first server rejects everything with `status` and a body of one byte every 500 ms that never ends; the second answers. */
-async function setUp(status: number): Promise<SetUp> {
+/** The first `rejecting` servers reject everything with `status` and a body of one byte every 500 ms that never ends; the last answers. */
+async function setUp(status: number, rejecting = 1, options: Partial<BalancerOptions> = {}): Promise<SetUp> {
   const trickling = new Set<Response>();
   const timers = new Set<NodeJS.Timeout>();
-  const servers = await startServers(HOSTS.slice(0, 2), {
+  const servers = await startServers(HOSTS.slice(0, rejecting + 1), {
     handler: (req, res, server) => {
-      if (server !== servers[0]) {
+      if (servers.indexOf(server) >= rejecting) {
         req.resume();
         return void res.end('{"kind":"ConfigMap"}');
       }
@@ -48,7 +48,7 @@ async function setUp(status: number): Promise<SetUp> {
     },
   });
   const clock = new FakeClock();
-  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false, clock });
+  const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false, clock, ...options });
   const retries: string[] = [];
   balancer.on('retry', (e) => retries.push(e.reason));
   return {
@@ -89,6 +89,27 @@ for (const status of [503, 429]) {
     }
   });
 }
+
+test('a rejection read for its verdict gives its retry budget back at once: a GET rejected by two trickling 503s still gets its second retry within a budget of one', async (t) => {
+  const { servers, balancer, retries, close } = await setUp(503, 2, { retryBudget: { percent: 0, min: 1 } });
+  try {
+    // Until one GET has met both rejections first (the picker starts at random); bounded.
+    let twice = 0;
+    for (let i = 0; i < 30 && twice === 0; i++) {
+      const before = retries.length;
+      const res = await undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps/c${i}`, { dispatcher: balancer, signal: AbortSignal.timeout(PATIENCE_MS) });
+      const tried = retries.length - before;
+      t.is(res.statusCode, 200, `GET ${i} after ${tried} retries`);
+      await res.body.dump();
+      if (tried === 2) twice++;
+    }
+    t.is(twice, 1, 'a GET met both rejecting servers before the answering one');
+    t.true(servers[0]!.requests.length + servers[1]!.requests.length >= 2);
+    t.is(balancer.stats().budget.retriesInFlight, 0, 'the rejections still trickling hold no budget');
+  } finally {
+    await close();
+  }
+});
 
 test("a write's 503 whose body trickles is read for at most a second, then the caller gets it as it is", async (t) => {
   const { servers, balancer, clock, retries, close } = await setUp(503);
