@@ -96,8 +96,9 @@ export function check(facts: Facts): { violations: Violation[]; judgements: Judg
       detail: `#${e.instance} ejected (${e.reason}) at ${Math.round(e.time)} ms while it served within its normal latency${serving.length ? ` (only ${[...new Set(serving)].join(', ')} on it)` : ''}`,
     });
   }
-  // A request its caller was done with over a second before must not still run on an apiserver (held copies, hedges, explorations).
-  const ended = new Map(facts.records.map((r) => [r.id, r]));
+  // A request its caller was done with over a second before must not still run on an apiserver
+  // (held copies, hedges, explorations): the balancer's machinery, so only its requests are judged.
+  const ended = new Map(facts.records.filter((r) => r.client === 'balancer').map((r) => [r.id, r]));
   for (const s of facts.stuck ?? []) {
     for (const id of s.ids) {
       const r = ended.get(id);
@@ -120,7 +121,9 @@ function judge(r: RequestRecord, facts: Facts, up: number[], faultsOn: (i: numbe
   const ok = (why: string): Judgement => ({ id: r.id, justified: true, why: `${r.id} (${r.op}, ${what}): ${why}${context}` });
   const bad = (why: string): Judgement => ({ id: r.id, justified: false, why: `${r.id} (${r.op}, ${what}): ${why}${context}` });
   if (up.length === 0) return ok(`no endpoint stayed healthy during it (${kinds(range(facts.instances))})`);
-  if (facts.endless?.has(r.id) && r.status === 200 && r.deadline) return ok(`its answer was a 200 whose body never ended (endless-body at ${at}): delivered, so no client may retry it`);
+  // Handed to the caller after the hold bound, the answer is the caller's: its end (the caller's
+  // deadline, or its apiserver breaking mid-body) fails one connection alike.
+  if (facts.endless?.has(r.id) && r.status === 200) return ok(`its answer was a 200 whose body never ended (endless-body at ${at}): delivered, so no client may retry it`);
   const healthyNote = `while ${up.map((i) => `#${i}`).join(',')} stayed healthy`;
   if (r.op === 'watch') {
     const moved = (facts.rebalances ?? []).find((m) => reached.includes(m.from) && m.time >= r.start - 50 && m.time <= r.end + 50);

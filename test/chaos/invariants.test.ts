@@ -113,6 +113,22 @@ test('a request its caller was done with that still runs on a draining apiserver
   t.false(violations.some((v) => v.id === 'unknown'));
 });
 
+test("the one connection's abandoned requests are not the balancer's machinery: not judged", (t) => {
+  const done = record('p3', 'get', { client: 'pool', start: 0, end: 2_000, ok: false, error: 'caller deadline' });
+  t.deepEqual(check(facts({ records: [done], stuck: [{ instance: 2, at: 9_000, ids: ['p3'] }] })).violations, []);
+});
+
+test('a read whose endless 200 was delivered and then broke with its apiserver is justified; one whose 200 was not endless is not', (t) => {
+  const broke = { start: 1_000, end: 2_500, status: 200, error: 'ECONNRESET: read ECONNRESET' };
+  const records = [record('g1', 'get', broke), record('g2', 'get', broke)];
+  const { violations, judgements } = check(facts({ records, windows: [window('crash-mid-response', 0)], arrivedAt: new Map([['g1', new Set([0])], ['g2', new Set([0])]]), endless: new Set(['g1']) }));
+  t.deepEqual(
+    violations.map((v) => [v.invariant, v.id]),
+    [['unjustified-failure', 'g2']],
+  );
+  t.regex(judgements.find((j) => j.id === 'g1')!.why, /delivered, so no client may retry it/);
+});
+
 test("a read held to its deadline by its own endless 200 breaks neither the wait bound nor the failure rule; another read's wait does", (t) => {
   const held = { start: 1_000, end: 9_001, deadline: true, status: 200, error: 'caller deadline' };
   const records = [record('g1', 'get', held), record('g2', 'get', held)];
