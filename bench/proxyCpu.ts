@@ -4,7 +4,9 @@
 // request (GET of one ConfigMap over HTTP/1.1, paced at BENCH_RATE, default 200 req/s); the proxy is
 // `kube-balancer proxy` in a child process of its own, its CPU read from /proc (10-ms ticks) over
 // BENCH_REQUESTS (default 3000) requests after 1,000 discarded ones. BENCH_CPU_PROF=<dir> runs the
-// proxy under `node --cpu-prof` and leaves its profile there.
+// proxy under `node --cpu-prof` and leaves its profile there. BENCH_PROXY_FLOOR=1 measures, in
+// BENCH_ROUNDS (default 2) interleaved rounds, kubectl proxy and the thinnest Node proxy
+// (bench/repro/thin-proxy.ts) beside it, each given the same kubeconfig (one apiserver).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -65,65 +67,112 @@ async function paced(pool: Pool, count: number): Promise<{ ms: number[]; failed:
   return { ms: ms.sort((a, b) => a - b), failed };
 }
 
-export async function run(): Promise<ProxyCpuRun> {
-  const startedAt = new Date().toISOString();
+/** A proxy to measure: how to start it and how to read its URL from what it prints. */
+interface ProxyCommand {
+  name: string;
+  command: string;
+  args: (kubeconfig: string) => string[];
+  url: (output: string) => string | undefined;
+}
+
+const KUBE_BALANCER: ProxyCommand = {
+  name: 'kube-balancer proxy',
+  command: process.execPath,
+  args: (kubeconfig) => {
+    const prof = process.env.BENCH_CPU_PROF;
+    const main = join(import.meta.dirname, '..', 'src', 'cli', 'main.ts');
+    return [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), main, 'proxy', '--kubeconfig', kubeconfig, '--port', '0'];
+  },
+  url: (out) => /Starting to serve on (http:\/\/\S+)/.exec(out)?.[1],
+};
+
+/** BENCH_PROXY_FLOOR=1: beside it, the thinnest Node proxy (one apiserver) and kubectl proxy, rounds interleaved. */
+const FLOOR: ProxyCommand[] = [
+  {
+    name: 'node:http + undici Pool (floor)',
+    command: process.execPath,
+    args: (kubeconfig) => [join(import.meta.dirname, 'repro', 'thin-proxy.ts'), kubeconfig],
+    url: KUBE_BALANCER.url,
+  },
+  {
+    name: 'kubectl proxy',
+    command: 'kubectl',
+    args: (kubeconfig) => ['proxy', `--kubeconfig=${kubeconfig}`, '--port=0'],
+    url: (out) => /Starting to serve on (127\.0\.0\.1:\d+)/.exec(out)?.[1]?.replace(/^/, 'http://'),
+  },
+];
+
+export async function run(): Promise<ProxyCpuRun | Array<ProxyCpuRun & { proxy: string; round: number }>> {
   const dir = mkdtempSync(join(tmpdir(), 'kube-balancer-proxycpu-'));
   const cluster = await Cluster.start();
   try {
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, cluster.info.kubeconfig, { mode: 0o600 });
-    const main = join(import.meta.dirname, '..', 'src', 'cli', 'main.ts');
-    const prof = process.env.BENCH_CPU_PROF;
-    const child = spawn(process.execPath, [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), main, 'proxy', '--kubeconfig', kubeconfig, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    try {
-      let output = '';
-      const url = await new Promise<string>((resolve, reject) => {
-        const onData = (chunk: Buffer): void => {
-          output += chunk.toString();
-          const found = /Starting to serve on (http:\/\/\S+)/.exec(output)?.[1];
-          if (found) resolve(found);
-        };
-        child.stdout.on('data', onData);
-        child.stderr.on('data', onData);
-        child.once('exit', (code) => reject(new Error(`the proxy exited with ${code}: ${output}`)));
-      });
-      const pool = new Pool(url);
-      await paced(pool, WARM);
-      await sleep(1000);
-      const idleFrom = performance.now();
-      const idleBefore = processCpuUs(child.pid!);
-      await sleep(2000);
-      const idleMsPerS = (processCpuUs(child.pid!) - idleBefore) / (performance.now() - idleFrom);
-      await cluster.call('reset');
-      const from = performance.now();
-      const before = processCpuUs(child.pid!);
-      const { ms, failed } = await paced(pool, REQUESTS);
-      const cpu = processCpuUs(child.pid!) - before - idleMsPerS * (performance.now() - from);
-      const seen = await cluster.call<number[]>('counts');
-      // BENCH_DEBUG: the proxy's own metrics (ejections, hedges, retries) after the run.
-      if (process.env.BENCH_DEBUG) console.log(await (await pool.request({ path: '/.kube-balancer/metrics', method: 'GET' })).body.text());
-      await pool.close();
-      const result: ProxyCpuRun = {
-        startedAt,
-        machine: machine(),
-        rate: RATE,
-        requests: REQUESTS,
-        failed,
-        cpuUs: Math.round(cpu / REQUESTS),
-        idleCpuMsPerS: Math.round(idleMsPerS * 10) / 10,
-        p50: Math.round(ms[Math.floor(ms.length * 0.5)]! * 1000) / 1000,
-        p99: Math.round(ms[Math.floor(ms.length * 0.99)]! * 1000) / 1000,
-        seen,
-        spread: Math.min(...seen) === 0 ? null : Math.round((Math.max(...seen) / Math.min(...seen)) * 1000) / 1000,
-      };
-      console.log(JSON.stringify(result));
-      return result;
-    } finally {
-      child.kill('SIGTERM');
-      await Promise.race([once(child, 'exit'), sleep(5000)]);
+    if (!process.env.BENCH_PROXY_FLOOR) return await measure(KUBE_BALANCER, cluster, kubeconfig);
+    const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
+    const results: Array<ProxyCpuRun & { proxy: string; round: number }> = [];
+    for (let round = 1; round <= rounds; round++) {
+      for (const proxy of [KUBE_BALANCER, ...FLOOR]) results.push({ proxy: proxy.name, round, ...(await measure(proxy, cluster, kubeconfig)) });
     }
+    for (const proxy of [KUBE_BALANCER, ...FLOOR]) {
+      const mine = results.filter((r) => r.proxy === proxy.name);
+      console.log(`${proxy.name}: CPU µs/req ${mine.map((r) => r.cpuUs).join(' / ')}; p50 ${mine.map((r) => r.p50).join(' / ')} ms; p99 ${mine.map((r) => r.p99).join(' / ')} ms`);
+    }
+    return results;
   } finally {
     await cluster.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function measure(proxy: ProxyCommand, cluster: Cluster, kubeconfig: string): Promise<ProxyCpuRun> {
+  const startedAt = new Date().toISOString();
+  const child = spawn(proxy.command, proxy.args(kubeconfig), { stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    let output = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      const onData = (chunk: Buffer): void => {
+        output += chunk.toString();
+        const found = proxy.url(output);
+        if (found) resolve(found);
+      };
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`${proxy.name} exited with ${code}: ${output}`)));
+    });
+    const pool = new Pool(url);
+    await paced(pool, WARM);
+    await sleep(1000);
+    const idleFrom = performance.now();
+    const idleBefore = processCpuUs(child.pid!);
+    await sleep(2000);
+    const idleMsPerS = (processCpuUs(child.pid!) - idleBefore) / (performance.now() - idleFrom);
+    await cluster.call('reset');
+    const from = performance.now();
+    const before = processCpuUs(child.pid!);
+    const { ms, failed } = await paced(pool, REQUESTS);
+    const cpu = processCpuUs(child.pid!) - before - idleMsPerS * (performance.now() - from);
+    const seen = await cluster.call<number[]>('counts');
+    // BENCH_DEBUG: the proxy's own metrics (ejections, hedges, retries) after the run.
+    if (process.env.BENCH_DEBUG && proxy === KUBE_BALANCER) console.log(await (await pool.request({ path: '/.kube-balancer/metrics', method: 'GET' })).body.text());
+    await pool.close();
+    const result: ProxyCpuRun = {
+      startedAt,
+      machine: machine(),
+      rate: RATE,
+      requests: REQUESTS,
+      failed,
+      cpuUs: Math.round(cpu / REQUESTS),
+      idleCpuMsPerS: Math.round(idleMsPerS * 10) / 10,
+      p50: Math.round(ms[Math.floor(ms.length * 0.5)]! * 1000) / 1000,
+      p99: Math.round(ms[Math.floor(ms.length * 0.99)]! * 1000) / 1000,
+      seen,
+      spread: Math.min(...seen) === 0 ? null : Math.round((Math.max(...seen) / Math.min(...seen)) * 1000) / 1000,
+    };
+    console.log(JSON.stringify({ proxy: proxy.name, ...result }));
+    return result;
+  } finally {
+    child.kill('SIGTERM');
+    await Promise.race([once(child, 'exit'), sleep(5000)]);
   }
 }
