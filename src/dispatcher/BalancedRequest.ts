@@ -215,9 +215,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
 
   /**
    * Whether a failed or rejected attempt may be retried; if so, the retry goes now to another
-   * endpoint, with a unit of retry budget (every retry but one after a failed handshake). Called
-   * while the attempt can still be held back from the caller: a rejection's retry does not wait
-   * for its body (issue 26).
+   * endpoint, with a unit of retry budget (but after a failed handshake or a shutdown), before the
+   * rejection's body is read (issue 26).
    */
   #retry(attempt: Attempt, reason: RetryReason): boolean {
     if (this.aborted || this.finished) return false;
@@ -234,7 +233,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     tried.add(attempt.endpoint);
     let endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
     if (reason === 'throttled') endpoint = throttledRetryTarget(endpoint, tried, (skip) => this.host.pick(this.longRunning, false, skip));
-    const budgeted = reason !== 'tls';
+    // Nor a shutdown's rejection (one from a draining endpoint is that too): no overload, no storm.
+    const budgeted = reason !== 'tls' && reason !== 'shutdown' && attempt.endpoint.state !== 'draining';
     if (!endpoint || (budgeted && !this.host.budget.tryAcquire())) return false;
     this.detach();
     if (reason === 'throttled' || reason === '5xx' || reason === 'shutdown') this.#fallback = attempt;

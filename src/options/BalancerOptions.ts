@@ -116,7 +116,8 @@ export interface BalancerOptions {
   maxAttempts?: number;
   /**
    * Retries in flight may not exceed `percent` % of the requests in flight plus `min`, so an outage
-   * of every apiserver cannot multiply the load (Envoy's and Finagle's defaults). Default `{ percent: 20, min: 3 }`.
+   * of every apiserver cannot multiply the load (Envoy's and Finagle's defaults); retries after an
+   * apiserver's shutdown rejection are not counted. Default `{ percent: 20, min: 3 }`.
    */
   retryBudget?: { percent?: number; min?: number };
   /**

@@ -138,3 +138,25 @@ test('a connection whose TLS handshake completes after the shutdown began (never
     await cluster.close();
   }
 });
+
+test('a retry after a draining apiserver\'s rejection costs no retry budget: with none at all, calls that meet the shutdown 429s in panic are served elsewhere', async (t) => {
+  const { servers, balancer, close } = await testServers({ probe: { intervalMs: 100 }, retryBudget: { percent: 0, min: 0 } });
+  const retries: string[] = [];
+  balancer.on('retry', (e) => retries.push(e.reason));
+  try {
+    // --shutdown-send-retry-after on two of three: /readyz fails, then 429 + Retry-After on every
+    // request. Both drain; with one of three ready, panic still sends them requests.
+    servers[0]!.mode = 'draining';
+    servers[1]!.mode = 'draining';
+    await until(() => balancer.endpoints().filter((e) => e.state === 'draining').length === 2, { what: 'two draining' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      for (const method of ['GET', 'POST']) statuses.push((await call(balancer, ORIGIN, method, CM, method === 'POST' ? { metadata: { name: `s${i}` } } : undefined)).status);
+    }
+    t.deepEqual(statuses.filter((s) => s >= 400), [], 'no caller saw a shutdown rejection');
+    t.true(retries.length > 0, 'calls met the draining servers and went elsewhere');
+    t.is(balancer.stats().budget.refused, 0);
+  } finally {
+    await close();
+  }
+});
