@@ -25,10 +25,14 @@ async function setup(options: Partial<BalancerOptions> = {}, clock?: FakeClock) 
     await res.body.dump();
     return { status: res.statusCode, retryAfter: res.headers['retry-after'] };
   };
+  // Every restore, as `address:via`.
+  const restored: string[] = [];
+  balancer.on('restore', (e, via) => restored.push(`${e.address}:${via}`));
   return {
     cluster,
     balancer,
     send,
+    restored,
     close: async () => {
       await balancer.close();
       await cluster.close();
@@ -55,9 +59,7 @@ test('1 of 3 throttled (half its requests, growing Retry-After): no caller sees 
 
 test('a throttled endpoint gets no request for its Retry-After (fake clock), then takes requests again', async (t) => {
   const clock = new FakeClock();
-  const { cluster, balancer, send, close } = await setup({}, clock);
-  const restored: string[] = [];
-  balancer.on('restore', (e, via) => restored.push(`${e.address}:${via}`));
+  const { cluster, send, restored, close } = await setup({}, clock);
   try {
     const throttled = cluster.instances[0]!;
     throttled.setModes({ apfRejectFraction: 1, apfRetryAfterSeconds: 20 });
@@ -109,10 +111,7 @@ test('all 3 throttled: callers get the 429 with its Retry-After, after one attem
 });
 
 test('all 3 throttled for a long Retry-After, then 2 recover: their answers end their rest, and no caller sees the third one\'s 429 (docs/chaos.md, schedule 50)', async (t) => {
-  const clock = new FakeClock();
-  const { cluster, balancer, send, close } = await setup({}, clock);
-  const restored: string[] = [];
-  balancer.on('restore', (e, via) => restored.push(`${e.address}:${via}`));
+  const { cluster, send, restored, close } = await setup({}, new FakeClock());
   try {
     cluster.setModes({ apfRejectFraction: 1, apfRetryAfterSeconds: 32 });
     const throttled = await load(12, 3, (i) => send('GET', i));
