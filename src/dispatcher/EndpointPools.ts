@@ -161,11 +161,28 @@ export class EndpointPools {
       connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
     });
     (pool as EventEmitter).on('connect', (_url: URL, targets: readonly Dispatcher[]) => targets.forEach(ownOrphanStreams));
+    (pool as EventEmitter).on('disconnect', (_url: URL, targets: readonly Dispatcher[]) => markBusyAfterGoaway(pool, targets));
     for (const event of ['connect', 'disconnect', 'connectionError']) {
       (pool as EventEmitter).on(event, (url: URL, targets: readonly Dispatcher[], error?: Error) => this.#forward(event, url, targets, error));
     }
     return pool;
   }
+}
+
+/**
+ * A GOAWAY leaves the streams the old session accepted running on undici's client, which opens a
+ * new connection only once fewer run than its `pipelining` (1 without a connection). The pool is not
+ * told the client is busy, so the next request it hands that client waits for those streams to end:
+ * behind a 200 whose body never ends, until its caller gives up (docs/chaos.md, schedule 300). The
+ * pool's own flag is set as if the client had refused a request: it gets none until it drains.
+ * The flag is undici's (`Symbol(needDrain)` on the pool and its clients), reached only here; the
+ * only disconnect with requests still running is the GOAWAY's.
+ */
+function markBusyAfterGoaway(pool: Pool, targets: readonly Dispatcher[]): void {
+  const client = targets.at(-1) as (Dispatcher & { stats?: { running: number } } & Record<symbol, unknown>) | undefined;
+  if (!client || (client as Dispatcher) === pool || !((client.stats?.running ?? 0) > 0)) return;
+  const busy = Object.getOwnPropertySymbols(pool).find((symbol) => symbol.description === 'needDrain');
+  if (busy) client[busy] = true;
 }
 
 const ownedSessions = new WeakSet<ClientHttp2Session>();

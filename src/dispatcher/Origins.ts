@@ -67,7 +67,8 @@ export class Origins {
    * connection that gets a GOAWAY lets the streams it accepted finish, a watch's for minutes, and
    * undici's client opens the next connection only once fewer requests run than its `pipelining`
    * (1 without a connection): the short requests it was given meanwhile waited for the watch to end
-   * (docs/chaos.md, finding 4). Now they wait, at worst, for the short requests that still run there.
+   * (docs/chaos.md, finding 4). Short requests sent later go to a new connection
+   * (`markBusyAfterGoaway`); only those the GOAWAY refused wait for the short ones still running there.
    */
   routeOf(known: KnownOrigin, http1: boolean, longRunning: boolean): Route {
     if (http1) return (known.legacyRoute ??= this.route(known.url, true));
