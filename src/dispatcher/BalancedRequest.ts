@@ -228,13 +228,13 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     const rejectedBeforeRunning = (reason === 'throttled' && !this.eviction) || reason === 'shutdown';
     if (!nothingSent && !rejectedBeforeRunning && !this.#idempotent) return false;
     if (attempt.started && !this.#replayable) return false;
-    // Every attempt before this one went through here too: the set holds each endpoint tried.
-    const tried = (this.#tried ??= new Set());
+    const tried = (this.#tried ??= new Set()); // every attempt before this one came here too: each endpoint tried
     tried.add(attempt.endpoint);
     let endpoint = this.host.pick(this.longRunning, this.#probationOk(), tried);
-    if (reason === 'throttled') endpoint = throttledRetryTarget(endpoint, tried, (skip) => this.host.pick(this.longRunning, false, skip));
-    // Nor a shutdown's rejection (one from a draining endpoint is that too): no overload, no storm.
-    const budgeted = reason !== 'tls' && reason !== 'shutdown' && attempt.endpoint.state !== 'draining';
+    // A draining endpoint's rejection is its shutdown's too (an HTTP/2 429's body tells only later): no overload, no storm, so no budget, and resting endpoints may take it.
+    const shutdown = reason === 'shutdown' || attempt.endpoint.state === 'draining';
+    if (reason === 'throttled' && !shutdown) endpoint = throttledRetryTarget(endpoint, tried, (skip) => this.host.pick(this.longRunning, false, skip));
+    const budgeted = reason !== 'tls' && !shutdown;
     if (!endpoint || (budgeted && !this.host.budget.tryAcquire())) return false;
     this.detach();
     if (reason === 'throttled' || reason === '5xx' || reason === 'shutdown') this.#fallback = attempt;

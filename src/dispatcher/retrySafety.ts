@@ -11,7 +11,7 @@ import type { FailureKind, RetryReason } from '../health/outcome.ts';
 //   "apiserver is shutting down" (`isShutdown503`, told by its body, read for at most 1 s first when
 //   the method may not be repeated): any method (the apiserver rejected the request before running
 //   it) — except the Eviction API, whose 429 is an answer; a throttled request only to an endpoint
-//   that is not resting or draining itself;
+//   that is not resting or draining itself, unless its 429 came from a draining one (a shutdown's);
 // - reset after the request was written, 5xx, request timeout: GET and HEAD only; for a short GET
 //   or HEAD that includes a connection broken mid-response, as its response is held back until
 //   complete (up to `maxHeldResponse` bytes).

@@ -1,6 +1,7 @@
 // kube-apiserver's default graceful shutdown (no --shutdown-send-retry-after) against the balancer:
 // the 503 + Retry-After: 1 "apiserver is shutting down" is a rejection before the request ran, so
 // every verb goes elsewhere; any other 503 of a request that may not be repeated reaches the caller.
+import { setTimeout as delay } from 'node:timers/promises';
 import test from 'ava';
 import * as undici from 'undici';
 import { ApiserverCluster, RESOURCES } from '../../fixtures/apiserver/index.ts';
@@ -8,6 +9,7 @@ import { certs } from '../../fixtures/certs/index.ts';
 import { sendJson } from '../../fixtures/server/TestServer.ts';
 import { createBalancer, type Balancer } from '../../src/index.ts';
 import { cluster as testServers, ORIGIN } from '../helpers/balancer.ts';
+import { FakeClock } from '../helpers/FakeClock.ts';
 import { load } from '../helpers/load.ts';
 import { until } from '../helpers/poll.ts';
 
@@ -156,6 +158,36 @@ test('a retry after a draining apiserver\'s rejection costs no retry budget: wit
     t.deepEqual(statuses.filter((s) => s >= 400), [], 'no caller saw a shutdown rejection');
     t.true(retries.length > 0, 'calls met the draining servers and went elsewhere');
     t.is(balancer.stats().budget.refused, 0);
+  } finally {
+    await close();
+  }
+});
+
+test('a draining apiserver\'s 429 goes to one resting after its own 429s: it says nothing of their load (docs/chaos.md, schedule 498)', async (t) => {
+  // The clock moves only for the probes that see the shutdown: the 429s' rests last until an answer ends them.
+  const clock = new FakeClock();
+  const { servers, balancer, close } = await testServers({ probe: { intervalMs: 100 }, clock });
+  try {
+    servers[0]!.mode = 'draining';
+    for (let i = 0; i < 20 && balancer.endpoints()[0]!.state !== 'draining'; i++) {
+      clock.advance(100);
+      await delay(20);
+    }
+    t.is(balancer.endpoints()[0]!.state, 'draining');
+    servers[1]!.apfFraction = 1;
+    servers[2]!.apfFraction = 1;
+    await until(async () => {
+      await call(balancer, ORIGIN, 'GET', CM);
+      return balancer.endpoints().filter((e) => e.state === 'ejected').length === 2;
+    }, { what: 'two throttled' });
+    // They answer again, slowly: the calls that meet #0 first get its 429 before any answer ends a rest.
+    for (const server of servers.slice(1)) Object.assign(server, { apfFraction: 0, latencyMs: 500 });
+    const rejectedBefore = servers[0]!.rejected;
+    const calls = Array.from({ length: 6 }, (_, i) => (i % 2 ? 'POST' : 'GET')).map((method, i) => call(balancer, ORIGIN, method, CM, method === 'POST' ? { metadata: { name: `r${i}` } } : undefined));
+    const statuses = (await Promise.all(calls)).map((r) => r.status);
+    t.log(`statuses ${statuses.join(' ')}; shutdown 429s ${servers[0]!.rejected - rejectedBefore}`);
+    t.true(servers[0]!.rejected > rejectedBefore, 'calls met the draining apiserver');
+    t.deepEqual(statuses.filter((s) => s >= 400), [], 'none reached its caller');
   } finally {
     await close();
   }
