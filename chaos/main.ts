@@ -1,8 +1,9 @@
 // `npm run chaos`: fault schedules drawn from a seed, each run against the real balancer and a
 // one-connection baseline, judged by chaos/invariants.ts; a failing one is replayed, shrunk and printed
 // as a one-line replay command. Flags: --schedules N, --seed S, --schedule K [--keep i,j], --kind K, --ci, --json, --no-shrink,
-// --verbose (every judgement, and the balancer's ejections against the fault windows).
+// --verbose (every judgement, the balancer's ejections against the fault windows, and where a leftover was made).
 import { parseArgs } from 'node:util';
+import { trackResources } from './leaks.ts';
 import { runSchedule, type ScheduleResult } from './run.ts';
 import { FAULT_KINDS, describeFault, drawSchedule, type FaultKind, type Schedule } from './schedule.ts';
 
@@ -59,6 +60,8 @@ async function shrink(schedule: Schedule, seen: Set<string>): Promise<{ keep: nu
   return { keep, runs, reproduced: true };
 }
 
+// Where a leftover timer or socket was made, named in --verbose replays.
+if (values.verbose) trackResources();
 // The standard streams' handles open on first use: open them now, so that the leak check does not count them.
 void process.stdout;
 void process.stderr;

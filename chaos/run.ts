@@ -9,6 +9,7 @@ import { seeded } from '../fleet/sim/random.ts';
 import { attachToKubeConfig, defaultOptions } from '../src/index.ts';
 import { ChaosCluster } from './ChaosCluster.ts';
 import { check, type Judgement, type Violation } from './invariants.ts';
+import { mark, origins } from './leaks.ts';
 import type { Schedule } from './schedule.ts';
 import { TcpProxy } from './TcpProxy.ts';
 import { drawOps, runOps, type RequestRecord } from './workload.ts';
@@ -36,6 +37,7 @@ const HEAP_LIMIT_MB = 400;
 export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
   const started = performance.now();
   const before = resources();
+  const since = mark();
   const cc = await ChaosCluster.start(schedule.seed ^ schedule.index);
   const kc = new KubeConfig();
   kc.loadFromString(cc.cluster.kubeconfig());
@@ -93,7 +95,7 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
   await bounded('pool', () => pool.destroy());
   await proxy.close();
   await cc.close();
-  const leftOpen = [...closeProblems, ...(await settledLeftovers(before))];
+  const leftOpen = [...closeProblems, ...(await settledLeftovers(before, since))];
   globalThis.gc?.();
   const heapMb = process.memoryUsage().heapUsed / 2 ** 20;
 
@@ -158,11 +160,13 @@ function resources(): Map<string, number> {
 }
 
 /** Handles and timers beyond those open before the schedule, once they have had 500 ms to go. */
-async function settledLeftovers(before: Map<string, number>): Promise<string[]> {
+async function settledLeftovers(before: Map<string, number>, since: number): Promise<string[]> {
   let extra: string[] = [];
   for (let i = 0; i < 10; i++) {
     await sleep(50);
-    extra = [...resources()].filter(([kind, n]) => n > (before.get(kind) ?? 0)).map(([kind, n]) => `${kind} ×${n - (before.get(kind) ?? 0)}`);
+    extra = [...resources()]
+      .filter(([kind, n]) => n > (before.get(kind) ?? 0))
+      .map(([kind, n]) => `${kind} ×${n - (before.get(kind) ?? 0)}${origins(kind, since).map((o) => ` [made at ${o}]`).join('')}`);
     if (extra.length === 0) break;
   }
   return extra;
