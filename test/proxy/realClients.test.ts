@@ -1,8 +1,8 @@
 // Real clients through the proxy to three simulated apiservers while they restart one after another:
 // kubectl 1.32 (get, get -w, create with a protobuf body, apply, patch, delete, logs -f, exec; and
 // port-forward, SPDY/3.1 tunnelled in a WebSocket and plain, here without the restart: across one in
-// portForwardRestart.test.ts), kubectl 1.20 (Debian kubernetes-client, unpacked by .ci/run:
-// port-forward over plain SPDY/3.1), Python's `kubernetes` (Debian python3-kubernetes: list, watch,
+// portForwardRestart.test.ts), kubectl 1.20 (Debian kubernetes-client, unpacked by .ci/run: the
+// same commands across the restart, exec and port-forward over plain SPDY/3.1), Python's `kubernetes` (Debian python3-kubernetes: list, watch,
 // exec) and Ruby's kubeclient (Debian ruby-kubeclient: list, watch). A client missing from the
 // machine fails its test, naming the Debian package (.ci/run installs them).
 import { randomBytes } from 'node:crypto';
@@ -40,48 +40,57 @@ async function setUp(t: { teardown(fn: () => Promise<void>): void }) {
 }
 
 const kubectl = works('kubectl', ['version', '--client']);
-test('kubectl through the proxy, every command succeeding across a rolling restart', async (t) => {
-  if (!kubectl) return t.fail("kubectl is not on the PATH");
-  const { cluster, proxy, env, dir } = await setUp(t);
-  const manifest = join(dir, 'applied.yaml');
-  const restart = rollingRestart(cluster);
-  let restarted = false;
-  void restart.then(() => (restarted = true));
-  const runs: Run[] = [];
-  // Rounds go on until the restart is over (at least two, at most eight: a bound, not a target).
-  for (let round = 0; round < 8 && (round < 2 || !restarted); round++) {
-    const name = `cm-${round}`;
-    await writeFile(manifest, `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied-${round}}\ndata: {round: "${round}"}\n`);
-    for (const args of [
-      ['create', 'configmap', name, `--from-literal=round=${round}`],
-      ['get', 'configmap', name, '-o', 'jsonpath={.data.round}'],
-      ['patch', 'configmap', name, '-p', '{"data":{"patched":"yes"}}'],
-      // No /openapi on the simulator: client-side validation off (the apply itself is unchanged).
-      ['apply', '--validate=false', '-f', manifest],
-      ['get', 'configmaps'],
-      ['exec', 'p', '--', 'echo', `round ${round}`],
-      ['delete', 'configmap', name],
-    ]) {
-      runs.push(await run('kubectl', args, env));
+const kubectl120 = works(KUBECTL_1_20, ['version', '--client']);
+
+// kubectl 1.32, and Debian's 1.20, which speaks exec and port-forward in SPDY/3.1 only.
+for (const [version, command] of [
+  ['1.32', 'kubectl'],
+  ['1.20', KUBECTL_1_20],
+] as const) {
+  test(`kubectl ${version} through the proxy, every command succeeding across a rolling restart`, async (t) => {
+    if (command === 'kubectl' && !kubectl) return t.fail('kubectl is not on the PATH');
+    if (command === KUBECTL_1_20 && !kubectl120) return t.fail(`kubectl 1.20 is not at ${KUBECTL_1_20}: .ci/run unpacks Debian's kubernetes-client there`);
+    const { cluster, proxy, env, dir } = await setUp(t);
+    const manifest = join(dir, 'applied.yaml');
+    const restart = rollingRestart(cluster);
+    let restarted = false;
+    void restart.then(() => (restarted = true));
+    const runs: Run[] = [];
+    // Rounds go on until the restart is over (at least two, at most eight: a bound, not a target).
+    for (let round = 0; round < 8 && (round < 2 || !restarted); round++) {
+      const name = `cm-${round}`;
+      await writeFile(manifest, `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied-${round}}\ndata: {round: "${round}"}\n`);
+      for (const args of [
+        ['create', 'configmap', name, `--from-literal=round=${round}`],
+        ['get', 'configmap', name, '-o', 'jsonpath={.data.round}'],
+        ['patch', 'configmap', name, '-p', '{"data":{"patched":"yes"}}'],
+        // No /openapi on the simulator: client-side validation off (the apply itself is unchanged).
+        ['apply', '--validate=false', '-f', manifest],
+        ['get', 'configmaps'],
+        ['exec', 'p', '--', 'echo', `round ${round}`],
+        ['delete', 'configmap', name],
+      ]) {
+        runs.push(await run(command, args, env));
+      }
     }
-  }
-  await restart;
-  // kubectl get -w and logs -f end (exit 0) when their apiserver restarts: kubectl does not watch
-  // again. So they run after the restart, each on the apiserver the proxy picks for it.
-  const watch = follow('kubectl', ['get', 'configmaps', '-w', '-o', 'name'], env);
-  const logs = follow('kubectl', ['logs', '-f', 'p'], env);
-  await until(() => logs.output().split('\n').length > 5, { what: 'the followed log to show lines', timeoutMs: 60_000 });
-  runs.push(await run('kubectl', ['create', 'configmap', 'after-restart'], env));
-  await until(() => watch.output().includes('configmap/after-restart'), { what: 'the watch to show the new map', timeoutMs: 60_000 });
-  runs.push(await watch.stop(), await logs.stop());
-  const failed = runs.filter((r) => r.code !== 0 || /error/i.test(r.stderr));
-  t.deepEqual(failed, [], 'no kubectl command failed');
-  t.true(runs.some((r) => r.command.includes('exec') && r.stdout === 'round 1\n'));
-  t.true(runs.some((r) => r.command.includes('get configmap cm-0') && r.stdout === '0'));
-  const perInstance = cluster.instances.map((i) => i.requests.filter((r) => !['/readyz', '/livez', '/healthz'].some((p) => r.path.startsWith(p))).length);
-  t.log(`${runs.length} kubectl commands; API requests per apiserver ${perInstance.join('/')} (${apiRequests(cluster)} in all); proxy ${JSON.stringify(proxy.counters())}`);
-  t.true(perInstance.every((n) => n > 0), 'every apiserver served some');
-});
+    await restart;
+    // kubectl get -w and logs -f end (exit 0) when their apiserver restarts: kubectl does not watch
+    // again. So they run after the restart, each on the apiserver the proxy picks for it.
+    const watch = follow(command, ['get', 'configmaps', '-w', '-o', 'name'], env);
+    const logs = follow(command, ['logs', '-f', 'p'], env);
+    await until(() => logs.output().split('\n').length > 5, { what: 'the followed log to show lines', timeoutMs: 60_000 });
+    runs.push(await run(command, ['create', 'configmap', 'after-restart'], env));
+    await until(() => watch.output().includes('configmap/after-restart'), { what: 'the watch to show the new map', timeoutMs: 60_000 });
+    runs.push(await watch.stop(), await logs.stop());
+    const failed = runs.filter((r) => r.code !== 0 || /error/i.test(r.stderr));
+    t.deepEqual(failed, [], 'no kubectl command failed');
+    t.true(runs.some((r) => r.command.includes('exec') && r.stdout === 'round 1\n'));
+    t.true(runs.some((r) => r.command.includes('get configmap cm-0') && r.stdout === '0'));
+    const perInstance = cluster.instances.map((i) => i.requests.filter((r) => !['/readyz', '/livez', '/healthz'].some((p) => r.path.startsWith(p))).length);
+    t.log(`${runs.length} kubectl commands; API requests per apiserver ${perInstance.join('/')} (${apiRequests(cluster)} in all); proxy ${JSON.stringify(proxy.counters())}`);
+    t.true(perInstance.every((n) => n > 0), 'every apiserver served some');
+  });
+}
 
 const python = works(PYTHON, ['-c', 'import kubernetes, websocket']);
 test('Python kubernetes (python3-kubernetes) through the proxy: list, watch, exec across a rolling restart', async (t) => {
@@ -131,7 +140,6 @@ test('Ruby kubeclient (ruby-kubeclient) through the proxy: list and watch across
   t.regex(result.stdout, /^watched ADDED rb-5$/m);
 });
 
-const kubectl120 = works(KUBECTL_1_20, ['version', '--client']);
 for (const [mode, command, extraEnv, method] of [
   ['kubectl 1.32, SPDY/3.1 tunnelled in a WebSocket (the default)', 'kubectl', {}, 'GET'],
   ['kubectl 1.32, plain SPDY/3.1 (KUBECTL_PORT_FORWARD_WEBSOCKETS=false)', 'kubectl', { KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' }, 'POST'],
