@@ -40,6 +40,16 @@ interface EndpointSetChange {
 
 const none: Picker = { pick: () => undefined };
 
+/** Only retries, from `reserve`, as `SchedulePicker` serves them once every candidate was tried. */
+function reserveOnly(reserve: readonly Endpoint[]): Picker {
+  return {
+    pick: ({ longRunning, exclude }) => {
+      if (exclude === undefined || (!longRunning && exclude.size === 0)) return undefined;
+      return reserve.find((endpoint) => !exclude.has(endpoint));
+    },
+  };
+}
+
 /**
  * The endpoints the resolver currently lists, with their live state, and the picker over them.
  * Updates are applied as diffs: an endpoint listed before and after keeps its counters and pools.
@@ -211,7 +221,8 @@ export class EndpointSet {
     if (this.#candidates?.sameAs(candidates)) return;
     this.#candidates = candidates;
     if (candidates.endpoints.length === 0) {
-      this.#picker = none;
+      // No endpoint takes traffic, but a retry may still have its last resorts (a draining endpoint).
+      this.#picker = candidates.reserve.length === 0 ? none : reserveOnly(candidates.reserve);
       return;
     }
     this.#schedule =

@@ -50,7 +50,9 @@ test('property: outside panic mode only ready endpoints are picked (a retry with
           const picked = set.pick(request);
           // Outside panic, a retry that tried every ready endpoint may still go to a draining one.
           const readyLeft = list.some((e) => e.state === 'ready' && !request.exclude?.has(e));
-          const lastResort = (e: Endpoint): boolean => request.exclude !== undefined && !readyLeft && e.state === 'draining';
+          // A retry: something was tried (a watch's may still have an empty set, as SchedulePicker reads it).
+          const retry = request.exclude !== undefined && (request.longRunning || request.exclude.size > 0);
+          const lastResort = (e: Endpoint): boolean => retry && !readyLeft && e.state === 'draining';
           if (picked === undefined) {
             // Only when nothing is eligible, or everything eligible was excluded.
             const eligible = list.filter((e) => panic || e.state === 'ready' || lastResort(e));
@@ -64,6 +66,18 @@ test('property: outside panic mode only ready endpoints are picked (a retry with
       },
     ),
   );
+});
+
+test('with no endpoint ready and panic mode off, a retry still goes to a draining one (the picker had none at all)', (t) => {
+  const set = setOf([address(0), address(1), address(2)], { panicThreshold: 0 });
+  const [a, b, c] = set.list();
+  a!.state = 'draining';
+  b!.state = 'draining';
+  c!.state = 'probing';
+  set.rebuild();
+  t.is(set.pick(short), undefined, 'a first attempt goes nowhere');
+  t.is(set.pick({ longRunning: false, exclude: new Set([a!]) }), b, 'its retry goes to the other draining one');
+  t.is(set.pick({ longRunning: false, exclude: new Set([a!, b!]) }), undefined);
 });
 
 test('property: priority order is respected — a level gets traffic only while every lower level is short of 1/1.4 ready', (t) => {
