@@ -7,7 +7,7 @@ import { ClassCosts } from './load/ClassCosts.ts';
 import { OWN_LAG_WINDOW_MS, REWEIGH_MS, reweigh } from './load/LoadWeights.ts';
 import { dueForRemeasure, laggards } from './load/remeasure.ts';
 import type { Picker, PickRequest, Policy } from './Picker.ts';
-import { SchedulePicker } from './SchedulePicker.ts';
+import { fromReserve, SchedulePicker } from './SchedulePicker.ts';
 import { EarliestDeadline } from './schedule/EarliestDeadline.ts';
 import type { Schedule } from './schedule/Schedule.ts';
 import { SmoothWeighted } from './schedule/SmoothWeighted.ts';
@@ -40,14 +40,9 @@ interface EndpointSetChange {
 
 const none: Picker = { pick: () => undefined };
 
-/** Only retries, from `reserve`, as `SchedulePicker` serves them once every candidate was tried. */
+/** With no candidate at all, only retries are served, from `reserve`, as `SchedulePicker` serves them once every candidate was tried. */
 function reserveOnly(reserve: readonly Endpoint[]): Picker {
-  return {
-    pick: ({ longRunning, exclude }) => {
-      if (exclude === undefined || (!longRunning && exclude.size === 0)) return undefined;
-      return reserve.find((endpoint) => !exclude.has(endpoint));
-    },
-  };
+  return { pick: ({ longRunning, exclude }) => (longRunning || (exclude?.size ?? 0) > 0 ? fromReserve(reserve, exclude) : undefined) };
 }
 
 /**

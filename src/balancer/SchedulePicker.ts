@@ -56,8 +56,7 @@ export class SchedulePicker implements Picker {
    * of its own: the next priority level, a weight-0 backup (Envoy's retry priority does the same).
    */
   #fromReserve(exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined {
-    if (exclude === undefined) return undefined;
-    return this.#candidates.reserve.find((endpoint) => !exclude.has(endpoint));
+    return fromReserve(this.#candidates.reserve, exclude);
   }
 
   /**
@@ -160,4 +159,9 @@ export class SchedulePicker implements Picker {
     this.#random[0] = x;
     return ((x >>> 16) * below) >>> 16;
   }
+}
+
+/** The first of `reserve` a retry has not tried (`exclude`); none for a first attempt. */
+export function fromReserve(reserve: readonly Endpoint[], exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined {
+  return exclude === undefined ? undefined : reserve.find((endpoint) => !exclude.has(endpoint));
 }
