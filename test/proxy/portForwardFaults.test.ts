@@ -4,42 +4,16 @@
 // a crash ends it (kubectl told, the local connection closed), and the other tunnels, the proxy and
 // new port-forwards carry on.
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import test from 'ava';
-import type { ApiserverCluster, ApiserverInstance } from '../../fixtures/apiserver/index.ts';
 import { until } from '../helpers/poll.ts';
-import { echoThrough, follow, freePort, openEcho, works, writeProxyKubeconfig, type Followed } from '../helpers/realClients.ts';
-import { proxiedCluster } from './helpers.ts';
+import { echoThrough, openEcho, works } from '../helpers/realClients.ts';
+import { carriers, portForwarding } from './portForwards.ts';
 
 const kubectl = works('kubectl', ['version', '--client']);
 
-/** The instance that switched each port-forward upgrade, in the order they were asked. */
-function carriers(cluster: ApiserverCluster): ApiserverInstance[] {
-  return cluster.instances
-    .flatMap((instance) => instance.requests.filter((r) => r.subresource === 'portforward' && r.status === 101).map((r) => ({ instance, time: r.time })))
-    .sort((a, b) => a.time - b.time)
-    .map((c) => c.instance);
-}
-
 test('kubectl port-forward through the proxy: its apiserver black-holed, the tunnel waits and carries on; another crashed, its tunnel ends and the rest carry on', async (t) => {
   if (!kubectl) return t.fail('kubectl is not on the PATH');
-  const { cluster, proxy, close } = await proxiedCluster();
-  const forwards: Followed[] = [];
-  t.teardown(async () => {
-    for (const forward of forwards) await forward.stop();
-    await close();
-  });
-  cluster.addPod('p');
-  const kubeconfig = join((await cluster.kubeconfigFile()).replace(/\/[^/]+$/, ''), 'via-proxy.yaml');
-  await writeProxyKubeconfig(kubeconfig, proxy.url!);
-  const portForward = async (): Promise<{ forward: Followed; port: number }> => {
-    const port = await freePort();
-    const forward = follow('kubectl', ['port-forward', 'pod/p', `${port}:8080`], { KUBECONFIG: kubeconfig });
-    forwards.push(forward);
-    await until(() => forward.output().includes(`Forwarding from 127.0.0.1:${port}`) || forward.exited(), { what: 'kubectl to listen', timeoutMs: 30_000 });
-    t.is(forward.exited(), undefined, `kubectl port-forward runs: ${forward.errors()}`);
-    return { forward, port };
-  };
+  const { cluster, proxy, portForward } = await portForwarding(t);
   const payload = (): Buffer => randomBytes(64 * 1024);
 
   const first = await portForward();

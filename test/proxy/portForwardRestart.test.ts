@@ -4,12 +4,10 @@
 // told, the local connection closed, nothing hanging), and a port-forward started meanwhile must go to
 // a ready apiserver and work at once.
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import test from 'ava';
-import type { ApiserverCluster, ApiserverInstance } from '../../fixtures/apiserver/index.ts';
 import { until } from '../helpers/poll.ts';
-import { echoThrough, follow, freePort, openEcho, works, writeProxyKubeconfig, type Followed } from '../helpers/realClients.ts';
-import { proxiedCluster } from './helpers.ts';
+import { echoThrough, openEcho, works } from '../helpers/realClients.ts';
+import { carriers, portForwarding } from './portForwards.ts';
 
 /** A graceful restart as the rolling restarts of realClients.test.ts do it. */
 const SHUTDOWN = { drainMs: 500, timeoutMs: 2_000 };
@@ -22,38 +20,13 @@ const CARRIER_SHUTDOWN = { delayMs: 8_000, drainMs: 500, timeoutMs: 2_000 };
 
 const kubectl = works('kubectl', ['version', '--client']);
 
-/** The instances that switched the port-forward upgrades, in the order they were asked. */
-function carriers(cluster: ApiserverCluster): ApiserverInstance[] {
-  return cluster.instances
-    .flatMap((instance) => instance.requests.filter((r) => r.subresource === 'portforward' && r.status === 101).map((r) => ({ instance, time: r.time })))
-    .sort((a, b) => a.time - b.time)
-    .map((c) => c.instance);
-}
-
 for (const [mode, extraEnv] of [
   ['SPDY/3.1 tunnelled in a WebSocket (the default)', {}],
   ['plain SPDY/3.1 (KUBECTL_PORT_FORWARD_WEBSOCKETS=false)', { KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' }],
 ] as const) {
   test(`kubectl port-forward through the proxy across restarts: ${mode}`, async (t) => {
     if (!kubectl) return t.fail('kubectl is not on the PATH');
-    const { cluster, proxy, close } = await proxiedCluster();
-    const forwards: Followed[] = [];
-    t.teardown(async () => {
-      for (const forward of forwards) await forward.stop();
-      await close();
-    });
-    cluster.addPod('p');
-    const kubeconfig = join((await cluster.kubeconfigFile()).replace(/\/[^/]+$/, ''), 'via-proxy.yaml');
-    await writeProxyKubeconfig(kubeconfig, proxy.url!);
-    const env = { KUBECONFIG: kubeconfig, ...extraEnv };
-    const portForward = async (): Promise<{ forward: Followed; port: number }> => {
-      const port = await freePort();
-      const forward = follow('kubectl', ['port-forward', 'pod/p', `${port}:8080`], env);
-      forwards.push(forward);
-      await until(() => forward.output().includes(`Forwarding from 127.0.0.1:${port}`) || forward.exited(), { what: 'kubectl to listen', timeoutMs: 30_000 });
-      t.is(forward.exited(), undefined, `kubectl port-forward runs: ${forward.errors()}`);
-      return { forward, port };
-    };
+    const { cluster, proxy, portForward } = await portForwarding(t, extraEnv);
     const proxyMetrics = async (): Promise<string> => (await fetch(new URL('/.kube-balancer/metrics', proxy.url))).text();
     /** The tunnels the balancer counts as open streams (it places each upgrade where the fewest are). */
     const openStreams = async (): Promise<number> =>
