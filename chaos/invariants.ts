@@ -117,7 +117,7 @@ function judge(r: RequestRecord, facts: Facts, up: number[], faultsOn: (i: numbe
   const what = r.error ?? `status ${r.status}`;
   const at = reached.map((i) => `#${i}`).join(',') || 'no apiserver';
   const kinds = (is: number[]): string => [...new Set(is.flatMap((i) => faultsOn(i, r.start, r.end).map((w) => `${w.kind}@#${i}`)))].join(', ');
-  const context = r.context ? ` [${r.context}]` : '';
+  const context = ` [${Math.round(r.start)}–${Math.round(r.end)} ms at ${at}${r.context ? `; ${r.context}` : ''}]`;
   const ok = (why: string): Judgement => ({ id: r.id, justified: true, why: `${r.id} (${r.op}, ${what}): ${why}${context}` });
   const bad = (why: string): Judgement => ({ id: r.id, justified: false, why: `${r.id} (${r.op}, ${what}): ${why}${context}` });
   if (up.length === 0) return ok(`no endpoint stayed healthy during it (${kinds(range(facts.instances))})`);

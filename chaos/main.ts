@@ -75,11 +75,12 @@ for (const index of indexes) {
   const result = await runSchedule(schedule);
   results.push(result);
   log(summary(result));
-  if (result.violations.length === 0) continue;
   const details = result.violations.map((v) => `  ${v.invariant}: ${v.detail}`);
   for (const line of details.slice(0, 8)) log(line);
   if (details.length > 8 && !values.verbose) log(`  … ${details.length - 8} more`);
+  // A replay's every judgement, even of a schedule that passed (a failure one connection did not have is worth reading).
   if (values.verbose) for (const line of [...details.slice(8), ...result.judgements.filter((j) => j.justified).map((j) => `  justified: ${j.why}`), ...result.poolFailed.map((p) => `  one connection failed: ${p}`), ...result.events.map((e) => `  event: ${e}`)]) log(line);
+  if (result.violations.length === 0) continue;
   log(`  replay: ${replay(schedule)}`);
   const entry: (typeof found)[number] = { replay: replay(schedule), invariants: [...new Set(result.violations.map((v) => v.invariant))], details };
   if (shrinking && values.keep === undefined && schedule.faults.length > 1) {

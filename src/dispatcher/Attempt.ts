@@ -173,14 +173,14 @@ export class Attempt extends BodyTimer implements Handler {
       if (request.bodyTimeout > 0) request.host.bodyTimers.start(this, request.bodyTimeout, now);
       // A rejection that lost a race to an attempt still waiting: read for its verdict, then dropped.
       if (!won) return this.#holdBack();
-      if (request.inspects(statusCode, headers)) {
-        this.#inspected = { statusCode, headers, statusMessage, chunks: [], bytes: 0 };
-        return this.#bound();
-      }
       // Only a 429 or a 5xx is ever held back for a retry, which goes now: its status says it may,
       // and a body that trickles must not hold it (issue 26), nor the retry budget it took.
       if (statusCode >= 429) this.#releaseBudget();
       if (statusCode >= 429 && request.holdBack(this, statusCode)) return this.#holdBack();
+      if (request.inspects(statusCode, headers)) {
+        this.#inspected = { statusCode, headers, statusMessage, chunks: [], bytes: 0 };
+        return this.#bound();
+      }
       if (request.holdable && fitsHold(headers['content-length'], request.host.maxHeldResponse)) {
         this.#holding = true;
         return this.#bound(HOLD_MS);

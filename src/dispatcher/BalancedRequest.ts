@@ -4,7 +4,7 @@ import { isPointRead } from '../balancer/load/isPointRead.ts';
 import { requestClass } from '../balancer/load/requestClass.ts';
 import { allEndpointsFailed } from '../errors.ts';
 import type { FailureKind, RetryReason } from '../health/outcome.ts';
-import { isShutdown503, mayBeShutdown503 } from '../health/rejections.ts';
+import { isShutdown429, isShutdown503, mayBeShutdown429, mayBeShutdown503 } from '../health/rejections.ts';
 import type { ChannelRequest } from '../observability/channels.ts';
 import { Attempt, type AttemptOwner } from './Attempt.ts';
 import { bufferBody, isReplayable } from './body.ts';
@@ -324,16 +324,17 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   /**
-   * Whether a response is read whole before anything of it reaches the caller: a 503 that may be the
-   * default shutdown's rejection, of a request that is not retried on any 5xx anyway.
+   * Whether a response not held back for a retry is read whole before the caller gets any of it: a
+   * 503 that may be the default shutdown's, of a request not retried on any 5xx anyway; a 429 that may
+   * be a shutdown's (on HTTP/2 only its body tells), whose retry as a throttle's was refused.
    */
   inspects(statusCode: number, headers: Headers): boolean {
-    return !this.#idempotent && mayBeShutdown503(statusCode, headers);
+    return statusCode === 429 ? !this.eviction && mayBeShutdown429(statusCode, headers) : !this.#idempotent && mayBeShutdown503(statusCode, headers);
   }
 
   /** An inspected response was read whole: true when the request went elsewhere, false when it is the answer. */
   inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean {
-    return isShutdown503(statusCode, headers, body) && this.#retry(attempt, 'shutdown');
+    return (statusCode === 429 ? isShutdown429(headers, body) : isShutdown503(statusCode, headers, body)) && this.#retry(attempt, 'shutdown');
   }
 
   /** A committed 2xx response of a watch: from now on it ends at event boundaries only, if its type has them. */
@@ -390,9 +391,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   /**
-   * Every attempt after a rejection failed (a write's last sending nothing): the rejection, read whole,
-   * is the answer one connection would have had (clients retry it); cut, the error is. Detached while
-   * it is still read (`#failure`): an abort then ends the request.
+   * Every attempt after a rejection failed (a write's last sending nothing): the rejection, read whole, is the answer
+   * one connection would have had (clients retry it); cut, the error is. Detached while read (`#failure`): an abort ends it.
    */
   #fallBack(error: Error): void {
     const fallback = this.#fallback!;

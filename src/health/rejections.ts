@@ -19,6 +19,18 @@ export function isShutdown429(headers: Headers, body: string): boolean {
 }
 
 /**
+ * Whether a 429 may be a shutdown's, from its headers alone: `Retry-After`, none of APF's headers
+ * (kube-apiserver's `WithRetryAfter` filter answers before API Priority and Fairness runs), a body
+ * small enough to read whole. On HTTP/2 only its body tells (`isShutdown429`): such a 429 whose retry
+ * was refused as a throttle's is read before the caller gets it.
+ */
+export function mayBeShutdown429(statusCode: number, headers: Headers): boolean {
+  if (statusCode !== 429 || first(headers['retry-after']) === undefined || headers['x-kubernetes-pf-flowschema-uid'] !== undefined) return false;
+  const length = first(headers['content-length']);
+  return length === undefined || Number(length) <= REJECTION_BODY_BYTES;
+}
+
+/**
  * Whether a 503 may be the default shutdown's rejection, from its headers alone: `Retry-After`, a
  * JSON body small enough to read whole before deciding. Only such a 503 is held back from the caller
  * of a request that may not be repeated, while its body is read.

@@ -192,3 +192,18 @@ test('a draining apiserver\'s 429 goes to one resting after its own 429s: it say
     await close();
   }
 });
+
+test('an HTTP/2 shutdown 429 met before the endpoint is known to drain goes elsewhere even with no retry budget: its body, read first, says shutdown (docs/chaos.md, schedule 225)', async (t) => {
+  // No probe sees the shutdown: each call's first 429 from #0 is the balancer's first word of it.
+  const { servers, balancer, close } = await testServers({ probe: { intervalMs: 60_000 }, retryBudget: { percent: 0, min: 0 } });
+  try {
+    servers[0]!.mode = 'draining';
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await call(balancer, ORIGIN, i % 2 ? 'POST' : 'GET', CM, i % 2 ? { metadata: { name: `h${i}` } } : undefined)).status);
+    t.true(servers[0]!.rejected > 0, 'calls met the shutting-down apiserver');
+    t.deepEqual(statuses.filter((s) => s >= 400), [], 'none reached its caller');
+    t.is(balancer.endpoints()[0]!.state, 'draining');
+  } finally {
+    await close();
+  }
+});
