@@ -1,7 +1,7 @@
 // One schedule: the cluster, the real balancer (attached to a client-node KubeConfig, which also runs
 // an informer through it) and the one-connection baseline (a Pool of one connection behind an L4
 // proxy), the same workload through both while the faults play, then close() everything and judge.
-import { CoreV1Api, KubeConfig, makeInformer, type Informer, type V1ConfigMap } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as undici from 'undici';
 import { certs } from '../fixtures/certs/index.ts';
@@ -11,6 +11,7 @@ import { ChaosCluster } from './ChaosCluster.ts';
 import { check, type Judgement, type Violation } from './invariants.ts';
 import { mark, origins } from './leaks.ts';
 import type { Schedule } from './schedule.ts';
+import { startInformer } from './informer.ts';
 import { TcpProxy } from './TcpProxy.ts';
 import { drawOps, runOps, type RequestRecord } from './workload.ts';
 
@@ -126,30 +127,6 @@ export async function runSchedule(schedule: Schedule): Promise<ScheduleResult> {
     poolFailed: records.filter((r) => r.client === 'pool' && !r.ok).map((r) => `${r.id} (${r.op}, ${r.error ?? `status ${r.status}`}) at ${Math.round(r.start)}–${Math.round(r.end)} ms`),
     events: [...events, ...windows.map((w) => `${Math.round(w.from)}–${Math.round(w.to)} ms ${w.kind} on #${w.instance}`)].sort((a, b) => parseInt(a) - parseInt(b)),
     ms: performance.now() - started,
-  };
-}
-
-/** A client-node informer on the ConfigMaps through the balancer, restarted 500 ms after each error as an application does. */
-async function startInformer(kc: KubeConfig): Promise<{ stop(): Promise<void>; errors(): number }> {
-  const core = kc.makeApiClient(CoreV1Api);
-  const informer: Informer<V1ConfigMap> = makeInformer(kc, '/api/v1/namespaces/default/configmaps', () => core.listNamespacedConfigMap({ namespace: 'default' }));
-  let errors = 0;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  informer.on('error', () => {
-    // stop() ends the watch with an error event of its own: not one to count.
-    if (stopped) return;
-    errors++;
-    timer = setTimeout(() => void informer.start().catch(() => {}), 500);
-  });
-  await informer.start().catch(() => errors++);
-  return {
-    stop: async () => {
-      stopped = true;
-      clearTimeout(timer);
-      await informer.stop();
-    },
-    errors: () => errors,
   };
 }
 
