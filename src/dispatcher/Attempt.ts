@@ -345,17 +345,25 @@ export class Attempt extends BodyTimer implements Handler {
 
   /**
    * A rejection's body is read for what it says, or an inspected one to decide, within
-   * `REJECTION_READ_MS`: then a held-back one ends with what was read, and an inspected one is the
-   * caller's as it is (its rest streams on). A held response is held within `HOLD_MS`, then it is
-   * the caller's as it is too. One clock timer (the balancer's, so tests can fake it) per response.
+   * `REJECTION_READ_MS`: then a held-back one ends with what was read, and an inspected one is
+   * dropped if the request goes elsewhere after all, else the caller's as it is (its rest streams
+   * on). A held response is held within `HOLD_MS`, then it is the caller's as it is too. One clock
+   * timer (the balancer's, so tests can fake it) per response.
    */
   #bound(ms = REJECTION_READ_MS): void {
     this.#readBound = this.#request.host.clock.setTimeout(() => {
       this.#readBound = undefined;
-      if (this.#inspected) this.#release();
+      if (this.#inspected) this.#inspectedLongEnough();
       else if (this.#heldBack) this.abort(readEnough());
       else if (this.#holding) this.#releaseHeld();
     }, ms);
+  }
+
+  #inspectedLongEnough(): void {
+    if (!this.#request.inspected(this, this.#statusCode, this.#headers, this.#body)) return this.#release();
+    this.#inspected = undefined;
+    this.#heldBack = true;
+    this.abort(readEnough());
   }
 
   #unbound(): void {

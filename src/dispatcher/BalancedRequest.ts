@@ -66,6 +66,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** The latest rejection (429, 5xx) whose retry went: the answer if all after it fail (`#fallBack`). */
   #fallback: Attempt | undefined;
   #failure: Error | undefined;
+  /** The last retry weighed found every endpoint tried or out: its rejection is read, then tried again (`inspected`). */
+  #nowhere = false;
   /** The attempt whose watch response is being passed on event by event, once there is one. */
   #watching: Attempt | undefined;
   #framer: WatchFramer | undefined;
@@ -78,10 +80,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** The exploration copy made for it, if one was (Explore.ts). */
   copy: CopyHandle | undefined = undefined;
 
-  /**
-   * `opts` are this request's own copy, already addressed (Host header, servername, timeouts): every
-   * attempt sends them as they are, since an undici Pool dials its own origin whatever `opts.origin` says.
-   */
+  /** `opts`: this request's own copy, already addressed (Host, servername, timeouts), sent as is by every attempt (a Pool dials its own origin). */
   constructor(host: RequestHost, route: Route, opts: DispatchOptions, downstream: Handler, longRunning: boolean, watch = false) {
     super();
     this.host = host;
@@ -127,11 +126,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     if (probationOk && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
   }
 
-  /**
-   * The attempt now in flight alone may be hedged once silent for the delay: a first one (`#first`
-   * inlines this), a retry, or the one left when its rival was out (a hedge refused by a crashed
-   * apiserver left the GET on a black hole). `hedge`'s limit and the retry budget bound them.
-   */
+  /** The attempt now in flight alone may be hedged once silent for the delay: a first one (`#first` inlines this), a retry, or the one
+   * left when its rival was out (a hedge refused by a crashed apiserver left the GET on a black hole). `hedge`'s limit and the budget bound them. */
   #mayHedgeLater(): void {
     if (this.#probationOk() && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);
   }
@@ -213,11 +209,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     }
   }
 
-  /**
-   * Whether a failed or rejected attempt may be retried; if so, the retry goes now to another
-   * endpoint, with a unit of retry budget (but after a failed handshake or a shutdown), before the
-   * rejection's body is read (issue 26).
-   */
+  /** Whether a failed or rejected attempt may be retried; if so, the retry goes now to another endpoint, with a unit
+   * of retry budget (but after a failed handshake or a shutdown), before the rejection's body is read (issue 26). */
   #retry(attempt: Attempt, reason: RetryReason): boolean {
     if (this.aborted || this.finished) return false;
     // A failed handshake sent nothing and ejected its endpoint (never picked again): it costs neither
@@ -235,6 +228,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     const shutdown = reason === 'shutdown' || attempt.endpoint.state === 'draining';
     if (reason === 'throttled' && !shutdown) endpoint = throttledRetryTarget(endpoint, tried, (skip) => this.host.pick(this.longRunning, false, skip));
     const budgeted = reason !== 'tls' && !shutdown;
+    this.#nowhere = !endpoint;
     if (!endpoint || (budgeted && !this.host.budget.tryAcquire())) return false;
     this.detach();
     if (reason === 'throttled' || reason === '5xx' || reason === 'shutdown') this.#fallback = attempt;
@@ -323,18 +317,19 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     this.downstream.onResponseEnd?.(this, trailers);
   }
 
-  /**
-   * Whether a response not held back for a retry is read whole before the caller gets any of it: a
-   * 503 that may be the default shutdown's, of a request not retried on any 5xx anyway; a 429 that may
-   * be a shutdown's (on HTTP/2 only its body tells), whose retry as a throttle's was refused.
-   */
+  /** Whether a response not held back for a retry is read whole before the caller gets any of it: a rejection whose retry found nowhere
+   * to go; a 503 that may be the default shutdown's, of a request not retried on any 5xx anyway; a 429 that may be a shutdown's (on HTTP/2 only its body tells). */
   inspects(statusCode: number, headers: Headers): boolean {
+    if (statusCode >= 429 && this.#nowhere) return true;
     return statusCode === 429 ? !this.eviction && mayBeShutdown429(statusCode, headers) : !this.#idempotent && mayBeShutdown503(statusCode, headers);
   }
 
-  /** An inspected response was read whole: true when the request went elsewhere, false when it is the answer. */
+  /** An inspected response was read whole, or as long as it may be: true when the request went elsewhere, false when it is the answer.
+   * A retry that found nowhere to go at its headers is weighed again: an endpoint may be back by now (docs/chaos.md, schedule 484). */
   inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean {
-    return (statusCode === 429 ? isShutdown429(headers, body) : isShutdown503(statusCode, headers, body)) && this.#retry(attempt, 'shutdown');
+    if (statusCode === 429 ? isShutdown429(headers, body) : isShutdown503(statusCode, headers, body)) return this.#retry(attempt, 'shutdown');
+    const reason = this.#nowhere ? this.#rejection(statusCode) : undefined;
+    return reason !== undefined && this.#retry(attempt, reason);
   }
 
   /** A committed 2xx response of a watch: from now on it ends at event boundaries only, if its type has them. */

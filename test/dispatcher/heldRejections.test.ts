@@ -139,3 +139,55 @@ test("a write's 503 whose body trickles is read for at most a second, then the c
     await close();
   }
 });
+
+for (const status of [429, 503]) {
+  test(`a GET whose retry found nowhere to go at a trickling ${status}'s headers goes to an endpoint back before the read's bound (docs/chaos.md, schedule 484)`, async (t) => {
+    const trickling = new Set<NodeJS.Timeout>();
+    let rejecting = false;
+    let throttledOnce = false;
+    const servers = await startServers(HOSTS.slice(0, 2), {
+      handler: (req, res, server) => {
+        req.resume();
+        const stream = res as Http2ServerResponse;
+        if (server === servers[1] && !throttledOnce) {
+          // The second rests for its Retry-After (1 s of the fake clock): it is out when the GET below meets the first's rejection.
+          throttledOnce = true;
+          return void stream.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end('{}');
+        }
+        if (server === servers[1] || !rejecting) return void res.end('{"kind":"ConfigMap"}');
+        stream.writeHead(status, { 'content-type': 'application/json', 'retry-after': '1' }).write('{');
+        const timer = setInterval(() => stream.write(' '), 500);
+        trickling.add(timer);
+        res.once('close', () => clearInterval(timer));
+      },
+    });
+    const clock = new FakeClock();
+    const balancer = createBalancer({ origin: ORIGIN, target: staticTarget(servers), tls: { ca: certs.ca }, probe: false, hedge: false, clock });
+    const retries: string[] = [];
+    balancer.on('retry', (e) => retries.push(e.reason));
+    const get = (i: number): Promise<undici.Dispatcher.ResponseData> =>
+      undici.request(`${ORIGIN}/api/v1/namespaces/default/configmaps/c${i}`, { dispatcher: balancer, signal: AbortSignal.timeout(PATIENCE_MS) });
+    try {
+      // Until a GET has met the second's 429 (the picker starts at random); bounded.
+      for (let i = 0; i < 6 && !throttledOnce; i++) t.is((await get(i)).statusCode, 200);
+      t.true(throttledOnce);
+      rejecting = true;
+      const before = servers[0]!.requests.length;
+      const pending = get(100);
+      await until(() => servers[0]!.requests.length > before && trickling.size > 0, { what: "the GET to meet the first's rejection" });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      t.is(servers[1]!.requests.length, 1, 'the second, resting, was not tried');
+      // Its Retry-After ends first, then the read's bound: the retry goes to the second after all.
+      clock.advance(1000);
+      const res = await pending;
+      t.is(res.statusCode, 200);
+      t.is(await res.body.text(), '{"kind":"ConfigMap"}');
+      t.deepEqual(retries.slice(-1), [status === 429 ? 'throttled' : '5xx']);
+      t.is(servers[1]!.requests.length, 2);
+    } finally {
+      for (const timer of trickling) clearInterval(timer);
+      await balancer.destroy();
+      await Promise.all(servers.map((s) => s.close()));
+    }
+  });
+}
