@@ -6,7 +6,7 @@ import { createHook } from 'node:async_hooks';
 const TYPES: Record<string, string> = { Timeout: 'Timeout', TCPSocketWrap: 'TCPWRAP', TCPServerWrap: 'TCPSERVERWRAP', UDPWrap: 'UDPWRAP', ProcessWrap: 'PROCESSWRAP' };
 const FRAMES = 4;
 
-const alive = new Map<number, { type: string; stack: string; serial: number }>();
+const alive = new Map<number, { type: string; stack: string; serial: number; resource: WeakRef<object> }>();
 let serial = 0;
 let tracking = false;
 
@@ -16,10 +16,10 @@ export function trackResources(): void {
   tracking = true;
   const wanted = new Set(Object.values(TYPES));
   createHook({
-    init(asyncId, type) {
+    init(asyncId, type, _trigger, resource) {
       if (!wanted.has(type)) return;
       const frames = (new Error().stack ?? '').split('\n').slice(1).filter((line) => !line.includes('node:internal') && !line.includes('node:async_hooks') && !line.includes('chaos/leaks.ts'));
-      alive.set(asyncId, { type, stack: frames.slice(0, FRAMES).map((f) => f.trim().replace(/^at /, '')).join(' ← '), serial: serial++ });
+      alive.set(asyncId, { type, stack: frames.slice(0, FRAMES).map((f) => f.trim().replace(/^at /, '')).join(' ← '), serial: serial++, resource: new WeakRef(resource) });
     },
     destroy(asyncId) {
       alive.delete(asyncId);
@@ -36,5 +36,11 @@ export function mark(): number {
 export function origins(kind: string, since: number): string[] {
   const type = TYPES[kind];
   if (!tracking || !type) return [];
-  return [...alive.values()].filter((r) => r.type === type && r.serial >= since).map((r) => r.stack);
+  // Only the timers `getActiveResourcesInfo` counts: ref'd ones not yet fired or cleared (an HTTP/2
+  // stream's unref'd idle timer, or one that fired this tick, is still alive for async_hooks).
+  const holds = (r: { resource: WeakRef<object> }): boolean => {
+    const timer = r.resource.deref() as { hasRef?(): boolean; _destroyed?: boolean } | undefined;
+    return type !== 'Timeout' || (timer !== undefined && timer.hasRef?.() !== false && timer._destroyed !== true);
+  };
+  return [...alive.values()].filter((r) => r.type === type && r.serial >= since && holds(r)).map((r) => r.stack);
 }

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClientNodeModule, DemoClient } from './clients.ts';
+import { InformerStop } from './InformerStop.ts';
 import { seconds } from './seconds.ts';
 
 export interface WorkloadOptions {
@@ -39,6 +40,7 @@ export class Workload {
   readonly #options: WorkloadOptions;
   readonly #core: InstanceType<ClientNodeModule['CoreV1Api']>;
   readonly #informers: Array<InstanceType<ClientNodeModule['ListWatch']>>;
+  readonly #informerStop: InformerStop;
   #workers: Promise<void>[] = [];
   #running = false;
   #nextSlot = 0;
@@ -49,14 +51,17 @@ export class Workload {
 
   constructor(k8s: ClientNodeModule, client: DemoClient, options: WorkloadOptions) {
     this.#options = options;
+    this.#informerStop = new InformerStop(client.watch);
     const core = client.kubeConfig.makeApiClient(k8s.CoreV1Api);
     this.#core = core;
     const namespace = options.namespace;
     const base = `/api/v1/namespaces/${namespace}`;
+    const watch = this.#informerStop.watch;
+    const stop = { delayFn: this.#informerStop.delayFn };
     this.#informers = [
-      new k8s.ListWatch(`${base}/configmaps`, client.watch, () => core.listNamespacedConfigMap({ namespace }), false),
-      new k8s.ListWatch(`${base}/pods`, client.watch, () => core.listNamespacedPod({ namespace }), false),
-      new k8s.ListWatch(`${base}/services`, client.watch, () => core.listNamespacedService({ namespace }), false),
+      new k8s.ListWatch(`${base}/configmaps`, watch, () => core.listNamespacedConfigMap({ namespace }), false, undefined, undefined, stop),
+      new k8s.ListWatch(`${base}/pods`, watch, () => core.listNamespacedPod({ namespace }), false, undefined, undefined, stop),
+      new k8s.ListWatch(`${base}/services`, watch, () => core.listNamespacedService({ namespace }), false, undefined, undefined, stop),
     ] as Array<InstanceType<ClientNodeModule['ListWatch']>>;
   }
 
@@ -81,6 +86,7 @@ export class Workload {
   async stop(): Promise<void> {
     this.#running = false;
     await Promise.all(this.#workers);
+    this.#informerStop.stop();
     await Promise.all(this.#informers.map((i) => i.stop()));
   }
 
