@@ -318,10 +318,10 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   }
 
   /** Whether a response not held back for a retry is read whole before the caller gets any of it: a rejection whose retry found nowhere
-   * to go; a 503 that may be the default shutdown's, of a request not retried on any 5xx anyway; a 429 that may be a shutdown's (on HTTP/2 only its body tells). */
+   * to go; one that may be a shutdown's (a 503 that may be the default one's, a 429 on HTTP/2), whose retry as a 5xx's or throttle's was refused. */
   inspects(statusCode: number, headers: Headers): boolean {
     if (statusCode >= 429 && this.#nowhere) return true;
-    return statusCode === 429 ? !this.eviction && mayBeShutdown429(statusCode, headers) : !this.#idempotent && mayBeShutdown503(statusCode, headers);
+    return statusCode === 429 ? !this.eviction && mayBeShutdown429(statusCode, headers) : mayBeShutdown503(statusCode, headers);
   }
 
   /** An inspected response was read whole, or as long as it may be: true when the request went elsewhere, false when it is the answer.

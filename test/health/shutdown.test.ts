@@ -207,3 +207,23 @@ test('an HTTP/2 shutdown 429 met before the endpoint is known to drain goes else
     await close();
   }
 });
+
+test("a GET that meets the default shutdown's 503 before the endpoint is known to drain goes elsewhere even with no retry budget (docs/chaos.md, schedule 340)", async (t) => {
+  // No probe sees the shutdown: a GET's 503 from #0 is the balancer's first word of it, and a 5xx's retry needs budget.
+  const shutdown = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'apiserver is shutting down', reason: 'ServiceUnavailable', code: 503 };
+  const { servers, balancer, close } = await testServers(
+    { probe: { intervalMs: 60_000 }, retryBudget: { percent: 0, min: 0 } },
+    { handler: (req, res, server) => void (server === servers[0] ? sendJson(res, 503, shutdown, { 'retry-after': '1' }) : sendJson(res, 200, { kind: 'ConfigMapList', items: [] })) },
+  );
+  try {
+    const statuses: number[] = [];
+    // Until a GET has met #0 (the picker starts at random); bounded.
+    for (let i = 0; i < 12 && servers[0]!.requests.length === 0; i++) statuses.push((await call(balancer, ORIGIN, 'GET', CM)).status);
+    t.is(servers[0]!.requests.length, 1, 'a GET met the shutting-down apiserver');
+    t.deepEqual(statuses.filter((s) => s >= 400), [], 'it did not reach its caller');
+    t.is(balancer.endpoints()[0]!.state, 'draining');
+    t.true(balancer.stats().budget.refused > 0, 'its retry as a 5xx was refused first');
+  } finally {
+    await close();
+  }
+});
