@@ -57,11 +57,11 @@ export class Workload {
     const namespace = options.namespace;
     const base = `/api/v1/namespaces/${namespace}`;
     const watch = this.#informerStop.watch;
-    const stop = { delayFn: this.#informerStop.delayFn };
+    const listWatchOptions = { delayFn: this.#informerStop.delayFn };
     this.#informers = [
-      new k8s.ListWatch(`${base}/configmaps`, watch, () => core.listNamespacedConfigMap({ namespace }), false, undefined, undefined, stop),
-      new k8s.ListWatch(`${base}/pods`, watch, () => core.listNamespacedPod({ namespace }), false, undefined, undefined, stop),
-      new k8s.ListWatch(`${base}/services`, watch, () => core.listNamespacedService({ namespace }), false, undefined, undefined, stop),
+      new k8s.ListWatch(`${base}/configmaps`, watch, () => core.listNamespacedConfigMap({ namespace }), false, undefined, undefined, listWatchOptions),
+      new k8s.ListWatch(`${base}/pods`, watch, () => core.listNamespacedPod({ namespace }), false, undefined, undefined, listWatchOptions),
+      new k8s.ListWatch(`${base}/services`, watch, () => core.listNamespacedService({ namespace }), false, undefined, undefined, listWatchOptions),
     ] as Array<InstanceType<ClientNodeModule['ListWatch']>>;
   }
 
