@@ -359,6 +359,7 @@ export class Attempt extends BodyTimer implements Handler {
     }, ms);
   }
 
+  /** Read as long as it may be: it goes to the caller now, or, if the request went elsewhere after all, it is dropped as a held-back one. */
   #inspectedLongEnough(): void {
     if (!this.#request.inspected(this, this.#statusCode, this.#headers, this.#body)) return this.#release();
     this.#inspected = undefined;

@@ -320,15 +320,16 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   /** Whether a response not held back for a retry is read whole before the caller gets any of it: a rejection whose retry found nowhere
    * to go; one that may be a shutdown's (a 503 that may be the default one's, a 429 on HTTP/2), whose retry as a 5xx's or throttle's was refused. */
   inspects(statusCode: number, headers: Headers): boolean {
-    if (statusCode >= 429 && this.#nowhere) return true;
+    if (statusCode < 429) return false; // every response comes here: one comparison for the answers
+    if (this.#nowhere) return true;
     return statusCode === 429 ? !this.eviction && mayBeShutdown429(statusCode, headers) : mayBeShutdown503(statusCode, headers);
   }
 
   /** An inspected response was read whole, or as long as it may be: true when the request went elsewhere, false when it is the answer.
    * A retry that found nowhere to go at its headers is weighed again: an endpoint may be back by now (docs/chaos.md, schedule 484). */
   inspected(attempt: Attempt, statusCode: number, headers: Headers, body: string): boolean {
-    if (statusCode === 429 ? isShutdown429(headers, body) : isShutdown503(statusCode, headers, body)) return this.#retry(attempt, 'shutdown');
-    const reason = this.#nowhere ? this.#rejection(statusCode) : undefined;
+    const shutdown = statusCode === 429 ? isShutdown429(headers, body) : isShutdown503(statusCode, headers, body);
+    const reason = shutdown ? 'shutdown' : this.#nowhere ? this.#rejection(statusCode) : undefined;
     return reason !== undefined && this.#retry(attempt, reason);
   }
 
