@@ -27,19 +27,28 @@ export function runCli(args: readonly string[], options: { cwd?: string; env?: N
   return finished(child, options.timeoutMs ?? CLI_TIMEOUT_MS, args);
 }
 
-/** Collects a child's output until it exits. */
-export function finished(child: ChildProcessWithoutNullStreams, timeoutMs: number, args: readonly string[] = []): Promise<CliResult> {
+/**
+ * Collects a child's output until it exits; killed (and the promise rejected) `timeoutMs` after
+ * `from` resolves: the spawn by default, or e.g. the signal that asks a server to stop.
+ */
+export function finished(child: ChildProcessWithoutNullStreams, timeoutMs: number, args: readonly string[] = [], from: Promise<void> = Promise.resolve()): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`kube-balancer ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, timeoutMs);
+    let exited = false;
+    let timer: NodeJS.Timeout | undefined;
+    void from.then(() => {
+      if (exited) return;
+      timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`kube-balancer ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      }, timeoutMs);
+    });
     child.on('error', reject);
     child.on('close', (code) => {
+      exited = true;
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
