@@ -1,4 +1,5 @@
 import type { Endpoint } from '../Endpoint.ts';
+import { measureAgainAfter } from './measureAgain.ts';
 
 /**
  * Load factors are recomputed at most this often (ms), on an answer, so the picker is rebuilt a few
@@ -228,7 +229,9 @@ export function reweigh(all: readonly Endpoint[], now: number, ownLagMs = 0): bo
     if (lagging && !endpoint.lagging) endpoint.laggingSince = now;
     endpoint.lagging = lagging;
     if (judged) {
-      const excess = Math.min(Math.max(0, cost - best - noise), (points ? MAX_EXCESS : RELATIVE_MAX_EXCESS) * best) * Math.exp(-Math.max(0, now - since[i]!) / STALE_MS);
+      // A lagging endpoint's estimate starts to age only once it is due to be measured again.
+      const wait = lagging ? measureAgainAfter(points ? endpoint.latency : endpoint.relative, endpoint.laggingSince, now) : 0;
+      const excess = Math.min(Math.max(0, cost - best - noise), (points ? MAX_EXCESS : RELATIVE_MAX_EXCESS) * best) * Math.exp(-Math.max(0, now - since[i]! - wait) / STALE_MS);
       const ratio = 1 + excess / best;
       const band = points ? DEAD_BAND : RELATIVE_BAND;
       if (ratio > band) factor = Math.max(MIN_FACTOR, (band / ratio) ** (points ? STEEPNESS : RELATIVE_STEEPNESS));

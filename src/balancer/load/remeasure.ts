@@ -1,5 +1,6 @@
 import type { Endpoint } from '../Endpoint.ts';
 import { byPointReads } from './LoadWeights.ts';
+import { measureAgainAfter } from './measureAgain.ts';
 
 /**
  * A `lagging` endpoint that has given no sample for a while, and has no timed request in flight, is
@@ -15,25 +16,13 @@ import { byPointReads } from './LoadWeights.ts';
  * after its last sample sees a blip's end within about a second, at any request rate, and never
  * makes a caller wait on the slow endpoint.
  *
- * The wait grows with how long the endpoint has lagged: a quarter of that, from `REMEASURE_MS` to
- * `MAX_REMEASURE_MS`. A copy is extra load on an apiserver that may be slow for being loaded, and a
- * fixed half-second sent a still-slow 100-ms endpoint ~1.5 copies a second, for good (simulated at
- * 10 requests a second: 13 % of the client's requests); so a brief slowness is re-measured twice a
- * second, a lasting one every few seconds (~0.25 a second), and a recovered endpoint is seen within
- * about a quarter of its slow spell. Each copy is also paid like a hedge — an earned hedge above
- * hedging's reserve, and a unit of the retry budget while it runs — so over time copies are at most
- * the 2 % of answered requests that hedges are earned at, and none when hedging is off (then the
- * endpoint comes back by aging, as before). Its fresh slow samples keep it from aging back into the
- * rotation: a slow endpoint stays at the floor while it is slow.
+ * The wait (`measureAgain.ts`) grows with how long the endpoint has lagged. Each copy is also paid
+ * like a hedge — an earned hedge above hedging's reserve, and a unit of the retry budget while it
+ * runs — so over time copies are at most the 2 % of answered requests that hedges are earned at,
+ * and none when hedging is off (then a caller's request measures it once its estimate has aged). Its fresh slow
+ * samples keep it from aging back into the rotation: a slow endpoint stays at the floor while it
+ * is slow.
  */
-const REMEASURE_MS = 500;
-const MAX_REMEASURE_MS = 4_000;
-/**
- * After an answer that was fast (under half the estimate) the next copy goes after this long (ms)
- * instead: the estimate follows the median of three samples, so it takes a second fast answer to
- * believe the first, and a recovered endpoint is back a tenth of a second later, not seconds.
- */
-const CONFIRM_MS = 100;
 
 /**
  * The endpoints a re-measure may go to after a reweigh: the lagging ones, when the weights follow
@@ -47,6 +36,5 @@ export function laggards(endpoints: readonly Endpoint[]): Endpoint[] {
 export function dueForRemeasure(endpoint: Endpoint, now: number): boolean {
   const latency = endpoint.latency;
   if (!endpoint.lagging || endpoint.state !== 'ready' || endpoint.removed || latency.inFlight > 0) return false;
-  const wait = 2 * latency.newest < latency.value ? CONFIRM_MS : Math.min(MAX_REMEASURE_MS, Math.max(REMEASURE_MS, (now - endpoint.laggingSince) / 4));
-  return now - latency.sampledAt >= wait;
+  return now - latency.sampledAt >= measureAgainAfter(latency, endpoint.laggingSince, now);
 }

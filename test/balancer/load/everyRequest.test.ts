@@ -84,3 +84,27 @@ test('LISTs only, light load from a cold start: the 5× slower endpoint gets und
   t.log(`slow share ${share.toFixed(4)}`);
   t.true(share < 0.025, `${share.toFixed(4)}`);
 });
+
+// A LIST is never copied to measure a lagging endpoint (a copy of a point GET is), so a caller's
+// LIST measures it, once its estimate has aged: paced like the copies (`load/measureAgain.ts`),
+// ever more rarely the longer it lags. Aged at once after each answer, it took 0.52 % of 110 LISTs
+// a second for good (one every ~1.8 s), the light-load p99's 11th-slowest rank in 1,100.
+test('LISTs only, light load: a lagging endpoint is measured by ever rarer LISTs (under 0.3 %), and is back within 10 s of recovering', (t) => {
+  const sim = simulate({ serviceMs: [20, 20, 100], rate: 110, request: MIXES.lists! });
+  const start = sim.clock.now();
+  sim.run(40_500);
+  const share = sim.share(2, start + 10_500, start + 40_500);
+  t.log(`slow share over [10.5 s, 40.5 s) ${share.toFixed(4)}`);
+  t.true(share < 0.003, `${share.toFixed(4)}`);
+  t.true(share > 0, 'it is still measured');
+  sim.servers[2]!.serviceMs = 20;
+  const recovered = sim.clock.now();
+  let back = Infinity;
+  for (let step = 0; step < 150 && back === Infinity; step++) {
+    sim.run(100);
+    const factors = sim.set.list().map((e) => e.loadFactor);
+    if (factors[2]! / (factors[0]! + factors[1]! + factors[2]!) >= 0.9 / 3) back = sim.clock.now() - recovered;
+  }
+  t.log(`back ${back} ms after recovering`);
+  t.true(back <= 10_000, `back after ${back} ms`);
+});

@@ -91,9 +91,9 @@ test("the issue's set-up: saturated ≈ 0.95 of the capacities' sum, light-load 
 });
 
 test('lightly loaded, a 5× slower endpoint gets under 1 % in steady state, and still some', (t) => {
-  // 110 requests a second over 30 s: its factor gives ~0.3 %, its estimate relaxing between its
-  // answers (so that it is tried again within seconds) about as much again. Holding lone answers
-  // instead halved it, but kept passing queues in a quiet fleet's weights (docs/fleet.md).
+  // 110 requests a second over 30 s: its factor gives ~0.2 %, its estimate relaxing between its
+  // answers once it is due to be measured again (load/measureAgain.ts) about as much again. Holding
+  // lone answers instead halved it, but kept passing queues in a quiet fleet's weights (docs/fleet.md).
   const sim = simulate({ serviceMs: [20, 20, 100], rate: 110 });
   const from = sim.clock.now() + 2_000;
   sim.run(32_000);
@@ -114,7 +114,7 @@ test('with exploration copies, lightly loaded, callers wait on a 5× slower endp
   const from = copied.clock.now() - 30_000;
   const to = copied.clock.now();
   t.log(`slow share ${plain.share(2, from, to).toFixed(4)} → ${copied.share(2, from, to).toFixed(4)}; callers waited on it ${waitedOn(plain, 2, from, to).toFixed(4)} → ${waitedOn(copied, 2, from, to).toFixed(4)}; copies ${copied.copies}`);
-  t.true(waitedOn(plain, 2, from, to) > 0.005, 'without copies, its trickle is the callers’');
+  t.true(waitedOn(plain, 2, from, to) > 0.002, 'without copies, its trickle is the callers’');
   t.true(waitedOn(copied, 2, from, to) < 0.005, `callers waited on it: ${waitedOn(copied, 2, from, to)}`);
   // It gets the requests (and gives the answers) it would have had: the weights are not moved.
   t.true(Math.abs(copied.share(2, from, to) - plain.share(2, from, to)) < 0.002, `${copied.share(2, from, to)} against ${plain.share(2, from, to)}`);
