@@ -392,9 +392,21 @@ async function measure(scenario: Scenario, name: string, make: Make): Promise<Ro
   };
 }
 
+/**
+ * BENCH_MIXES=1: issue 27's request mixes and the GET-of-one-object rows they extend, against
+ * least-request, haproxy and the Pool's light-load floor (BENCH_ROUNDS rounds), kept in bench/runs/ as
+ * `mixes-*.json` for the report's own section.
+ */
+const MIXES = process.env.BENCH_MIXES === '1';
+const MIX_SCENARIOS = ['slow', 'slow-light', 'slow-mixed', 'slow-mixed-light', 'slow-lists', 'slow-lists-light', 'slow-discovery', 'slow-discovery-light'];
+const MIX_CLIENTS = ['kube-balancer', 'kube-balancer least-request', 'undici Pool (one server)', 'haproxy http leastconn', 'haproxy http roundrobin', 'undici Pool again (A/A)'];
+// The floor's A/A pair: the same Pool measured again in each round, so that the floor's own spread
+// from one measurement to the next stands beside kube-balancer's ratio to it.
+if (MIXES) CLIENTS['undici Pool again (A/A)'] = CLIENTS['undici Pool (one server)']!;
+
 export async function run(): Promise<unknown> {
-  const onlyScenarios = process.env.BENCH_ONLY?.split(',');
-  const onlyClients = process.env.BENCH_CLIENTS?.split(',');
+  const onlyScenarios = MIXES ? MIX_SCENARIOS : process.env.BENCH_ONLY?.split(',');
+  const onlyClients = MIXES ? MIX_CLIENTS : process.env.BENCH_CLIENTS?.split(',');
   const rows: Row[] = [];
   const startedAt = new Date().toISOString();
   // BENCH_ROUNDS=n (investigations only, with BENCH_ONLY/BENCH_CLIENTS): each scenario's clients n
@@ -429,7 +441,8 @@ export async function run(): Promise<unknown> {
     rows,
   };
   // Every run is also kept in bench/runs/ (committed), which `npm run bench:report` turns into BENCHMARKS.md.
-  if (!onlyScenarios && !onlyClients) console.log(`kept in ${keepRun('compare', startedAt, result)}`);
+  if (MIXES) console.log(`kept in ${keepRun('mixes', startedAt, { ...result, rounds })}`);
+  else if (!onlyScenarios && !onlyClients) console.log(`kept in ${keepRun('compare', startedAt, result)}`);
   return result;
 }
 

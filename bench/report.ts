@@ -1,11 +1,12 @@
 // npm run bench:report: BENCHMARKS.md and its SVG charts (bench/charts/) from every run of
-// `npm run bench -- compare`, of `npm run bench -- dispatch`'s CPU phase and of `npm run bench -- proxy`, kept in bench/runs/
+// `npm run bench -- compare` (and its BENCH_MIXES=1 runs), of `npm run bench -- dispatch`'s CPU phase and of `npm run bench -- proxy`, kept in bench/runs/
 // (delete old files there to leave them out).
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Row } from './compare.ts';
 import type { DispatchRun } from './dispatch.ts';
 import type { ProxyRun } from './proxy.ts';
+import { mixesSection, type MixesRun } from './reportMixes.ts';
 import { proxySection } from './reportProxy.ts';
 import { withSeededMathRandomSync } from '../fleet/sim/random.ts';
 import { simulate } from '../test/helpers/loadSimulation.ts';
@@ -83,7 +84,7 @@ function find(run: Run, scenario: string, client: string): Row | undefined {
   return run.rows.find((r) => r.scenario === scenario && r.client === client);
 }
 
-export function report(runs: Run[], dispatchRuns: DispatchRun[] = [], proxyRuns: ProxyRun[] = []): string {
+export function report(runs: Run[], dispatchRuns: DispatchRun[] = [], proxyRuns: ProxyRun[] = [], mixesRuns: MixesRun[] = []): string {
   mkdirSync(chartsDir, { recursive: true });
   const scenarios = [...new Set(runs.flatMap((r) => r.rows.map((row) => row.scenario)))];
   const clients = [...new Set(runs.flatMap((r) => r.rows.map((row) => row.client)))];
@@ -178,6 +179,7 @@ export function report(runs: Run[], dispatchRuns: DispatchRun[] = [], proxyRuns:
   }
   writeFileSync(join(chartsDir, 'cpu.svg'), barChart({ title: 'equal servers: client CPU µs per request', labels: clients, series: series('equal', (r) => r.cpuUs), unit: ' µs' }));
   lines.push('## CPU per request', '', 'Equal servers, saturated: the client process\'s CPU time per request (proxy CPU not included).', '', '![CPU per request](bench/charts/cpu.svg)', '');
+  lines.push(...mixesSection(mixesRuns));
   lines.push(...dispatchCpu(dispatchRuns));
   lines.push(...proxySection(proxyRuns));
   return lines.join('\n');
@@ -315,6 +317,7 @@ if (import.meta.main) {
   const runs = load();
   const dispatchRuns = readRuns<DispatchRun>('dispatch');
   const proxyRuns = readRuns<ProxyRun>('proxy');
-  writeFileSync(join(root, 'BENCHMARKS.md'), report(runs, dispatchRuns, proxyRuns));
-  console.log(`BENCHMARKS.md and bench/charts/*.svg from ${runs.length} compare run(s), ${dispatchRuns.length} dispatch run(s) and ${proxyRuns.length} proxy run(s)`);
+  const mixesRuns = readRuns<MixesRun>('mixes');
+  writeFileSync(join(root, 'BENCHMARKS.md'), report(runs, dispatchRuns, proxyRuns, mixesRuns));
+  console.log(`BENCHMARKS.md and bench/charts/*.svg from ${runs.length} compare run(s), ${dispatchRuns.length} dispatch run(s), ${proxyRuns.length} proxy run(s) and ${mixesRuns.length} mixes run(s)`);
 }
