@@ -277,6 +277,12 @@ function findings(): string[] {
     'than the sum of each alone. On a loaded machine (two other processes busy) the gap widens (1.21 at',
     'concurrency 1 in a short run, floor 1.03): what costs is memory and code touched, cold after each',
     'wait, not instructions. 1.02 at concurrency 1 would take those features at about a third of their cost.',
+    '',
+    '**Issue 27\'s bound: the CPU per request must not grow** (≤ 1.07 at concurrency 1, ≤ 1.04 at 64, from',
+    '1.056 / 1.061 and 1.024 / 1.033 before the weights learned from every short request). Runs 3–5 of',
+    'the table below, after it: 1.067 / 1.050 / 1.064 at concurrency 1 and 1.043 / 1.027 / 1.035 at 64 —',
+    'run 3 a hair above the bound at 64 (its interval 1.034–1.049), runs 4 and 5 (quiet, 2026-12-06',
+    '20:43 and 20:46 UTC, load average ~1) within it; the A/A pair in the same rounds 0.997–1.002.',
   ];
 }
 

@@ -154,7 +154,7 @@ export class LatencyEstimate {
    * is followed from its second slow answer on (one sample later than before).
    *
    * `fastFall`: the estimate falls as fast as it rises, for an endpoint that is `lagging` (its
-   * answers are a re-measure's, a few a second: see `LoadWeights.ts`, `REMEASURE_MS`). Falling over
+   * answers are a re-measure's, a few a second at most: see `measureAgain.ts`). Falling over
    * `FALL_MS` (1 s) from 40 to 4 ms took ~2 s once two fast answers had turned the median, with
    * the endpoint at the weights' floor all along; a lagging endpoint is one that hardly takes
    * requests, so no busy endpoint's weights get the jumpier estimate.

@@ -19,9 +19,9 @@ import { measureAgainAfter } from './measureAgain.ts';
  * The wait (`measureAgain.ts`) grows with how long the endpoint has lagged. Each copy is also paid
  * like a hedge — an earned hedge above hedging's reserve, and a unit of the retry budget while it
  * runs — so over time copies are at most the 2 % of answered requests that hedges are earned at,
- * and none when hedging is off (then a caller's request measures it once its estimate has aged). Its fresh slow
- * samples keep it from aging back into the rotation: a slow endpoint stays at the floor while it
- * is slow.
+ * and none when hedging is off (then a caller's request measures it, once its estimate has aged).
+ * Its fresh slow samples keep it from aging back into the rotation: a slow endpoint stays at the
+ * floor while it is slow.
  */
 
 /**
