@@ -229,9 +229,13 @@ export function reweigh(all: readonly Endpoint[], now: number, ownLagMs = 0): bo
     if (lagging && !endpoint.lagging) endpoint.laggingSince = now;
     endpoint.lagging = lagging;
     if (judged) {
-      // A lagging endpoint's estimate starts to age only once it is due to be measured again.
-      const wait = lagging ? measureAgainAfter(points ? endpoint.latency : endpoint.relative, endpoint.laggingSince, now) : 0;
-      const excess = Math.min(Math.max(0, cost - best - noise), (points ? MAX_EXCESS : RELATIVE_MAX_EXCESS) * best) * Math.exp(-Math.max(0, now - since[i]! - wait) / STALE_MS);
+      // A lagging endpoint's estimate starts to age only once it is due to be measured again, and
+      // ages ten times as fast once its newest answer would not lag: the callers' next requests,
+      // not the median's slow memory, tell whether it recovered.
+      const estimate = points ? endpoint.latency : endpoint.relative;
+      const wait = lagging ? measureAgainAfter(estimate, endpoint.laggingSince, now) : 0;
+      const stale = lagging && estimate.newest - noise < LAG_RATIO * best ? STALE_MS / 10 : STALE_MS;
+      const excess = Math.min(Math.max(0, cost - best - noise), (points ? MAX_EXCESS : RELATIVE_MAX_EXCESS) * best) * Math.exp(-Math.max(0, now - since[i]! - wait) / stale);
       const ratio = 1 + excess / best;
       const band = points ? DEAD_BAND : RELATIVE_BAND;
       if (ratio > band) factor = Math.max(MIN_FACTOR, (band / ratio) ** (points ? STEEPNESS : RELATIVE_STEEPNESS));

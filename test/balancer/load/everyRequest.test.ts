@@ -108,3 +108,27 @@ test('LISTs only, light load: a lagging endpoint is measured by ever rarer LISTs
   t.log(`back ${back} ms after recovering`);
   t.true(back <= 10_000, `back after ${back} ms`);
 });
+
+// The relative estimate follows the median of seven answers and rises over a second, so after a
+// long slowness it stays high for four fast answers; a lagging endpoint aged back at the usual
+// pace between those answers took 23–30 s to come back after 40 s of 100× slowness, or never
+// within 30 s. Once its newest answer would not lag, its estimate ages ten times as fast, and the
+// callers' next LISTs confirm it within seconds.
+test('LISTs only: an apiserver 100× slow for 40 s is back within 20 s of recovering', (t) => {
+  for (const seed of [1, 2, 3]) {
+    const sim = simulate({ serviceMs: [20, 20, 20], rate: 110, request: MIXES.lists!, seed });
+    sim.run(5_050);
+    sim.servers[2]!.serviceMs = 2_000;
+    sim.run(40_000);
+    sim.servers[2]!.serviceMs = 20;
+    const recovered = sim.clock.now();
+    let back = Infinity;
+    for (let step = 0; step < 120 && back === Infinity; step++) {
+      sim.run(250);
+      const factors = sim.set.list().map((e) => e.loadFactor);
+      if (factors[2]! / (factors[0]! + factors[1]! + factors[2]!) >= 0.9 / 3) back = sim.clock.now() - recovered;
+    }
+    t.log(`seed ${seed}: back ${back} ms after recovering`);
+    t.true(back <= 20_000, `seed ${seed}: back after ${back} ms`);
+  }
+});
