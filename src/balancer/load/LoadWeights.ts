@@ -47,7 +47,8 @@ const MIN_FACTOR = 0.002;
 const STALE_MS = 3_000;
 /**
  * The longest (ms) an endpoint's last sample keeps it out of the dead band, however slow that sample
- * was: its excess over the fastest is clamped at what ages into the band in this time, (DEAD_BAND −
+ * was (for a lagging endpoint, after its wait to be measured again, up to 4 s: `measureAgain.ts`):
+ * its excess over the fastest is clamped at what ages into the band in this time, (DEAD_BAND −
  * 1) × e^(RECOVER_MS / STALE_MS) ≈ 9.8 times the fastest's cost (a ratio of 10.8: the factor is at
  * its floor from a ratio of 6.4 on, so the clamp changes no weight now, only how long the endpoint
  * takes to age back). Unclamped it took ~3 s × ln(excess / 0.35): an endpoint that hardly gets
