@@ -4,8 +4,8 @@ import { endpointKey } from '../net/endpointKey.ts';
 import { Candidates } from './Candidates.ts';
 import { Endpoint } from './Endpoint.ts';
 import { ClassCosts } from './load/ClassCosts.ts';
-import { OWN_LAG_WINDOW_MS, REWEIGH_MS, reweigh } from './load/LoadWeights.ts';
-import { dueForRemeasure, laggards } from './load/remeasure.ts';
+import { byPointReads, OWN_LAG_WINDOW_MS, REWEIGH_MS, reweigh } from './load/LoadWeights.ts';
+import { dueForRemeasure } from './load/remeasure.ts';
 import type { Picker, PickRequest, Policy } from './Picker.ts';
 import { fromReserve, SchedulePicker } from './SchedulePicker.ts';
 import { EarliestDeadline } from './schedule/EarliestDeadline.ts';
@@ -67,8 +67,10 @@ export class EndpointSet {
   /** Whether endpoints' weights follow their load (`'weighted-round-robin'`). */
   readonly #loadAware: boolean;
   #reweighedAt = -Infinity;
-  /** The endpoints a re-measure may go to, as of the last reweigh (`load/remeasure.ts`): usually none. */
+  /** The lagging endpoints, as of the last reweigh, that exploration copies measure (`load/remeasure.ts`): usually none. */
   #laggards: Endpoint[] = [];
+  /** Whether the weights followed GETs of one object at the last reweigh (`byPointReads`): then those measure, else the other short GETs. */
+  #byPoints = false;
   /** The scale on which every other short request's latency compares endpoints (`Endpoint.relative`). */
   readonly #classes = new ClassCosts();
 
@@ -157,20 +159,26 @@ export class EndpointSet {
     this.#reweighedAt = now;
     const all = this.list();
     if (reweigh(all, now, this.#ownLag?.maxSince(performance.now() - OWN_LAG_WINDOW_MS) ?? 0)) this.rebuild();
-    this.#laggards = laggards(all);
+    this.#byPoints = byPointReads(all);
+    this.#laggards = all.filter((e) => e.lagging);
   }
 
   /**
-   * A lagging endpoint due a re-measure now (`load/remeasure.ts`), if any: the next timed request's
-   * exploration copy is to go there. Read per timed request: the list is usually empty, and then no
-   * clock is read.
+   * The lagging endpoint a short GET picked for `picked` is to measure by an exploration copy
+   * (`dispatcher/Explore.ts`), if any: `picked` itself when it lags (a caller's GET then waits for
+   * another endpoint), else one due a re-measure (`load/remeasure.ts`) if the request is of the kind
+   * the weights follow, whose copy's answer feeds the estimate they read. `timed`: a GET of one
+   * object; else a LIST or discovery GET of `loadClass`, copied only if light (`ClassCosts.copies`).
+   * Asked per such request: the list is usually empty, and then no clock is read.
    */
-  remeasure(): Endpoint | undefined {
-    const laggards = this.#laggards;
-    if (laggards.length === 0) return undefined;
-    const now = this.#clock.now();
-    for (const endpoint of laggards) if (dueForRemeasure(endpoint, now)) return endpoint;
-    return undefined;
+  toMeasure(picked: Endpoint, timed: boolean, loadClass?: string): Endpoint | undefined {
+    let endpoint: Endpoint | undefined;
+    if (picked.lagging) endpoint = picked;
+    else if (timed === this.#byPoints && this.#laggards.length > 0) {
+      const now = this.#clock.now();
+      endpoint = this.#laggards.find((e) => dueForRemeasure(e, now, timed));
+    }
+    return endpoint && (timed || this.#classes.copies(loadClass!)) ? endpoint : undefined;
   }
 
   #classEnded(endpoint: Endpoint, loadClass: string, ms: number, censored: boolean, now: number): void {

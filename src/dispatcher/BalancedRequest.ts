@@ -51,6 +51,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
   readonly #opts: DispatchOptions;
   readonly #route: Route;
   readonly #idempotent: boolean;
+  /** A short GET whose latency the weights may follow (`timed`, or a LIST or discovery GET of a `loadClass`): it may measure a lagging endpoint by a copy. */
+  readonly #measuring: boolean;
   #replayable = true;
   #attempts = 0;
   /** Attempts that failed their TLS handshake: they do not count against `maxAttempts`. */
@@ -96,6 +98,7 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     opts.bodyTimeout = 0;
     this.timed = !longRunning && isPointRead(method, opts.path);
     this.loadClass = longRunning || this.timed || !host.loadAware ? undefined : requestClass(method, opts.path);
+    this.#measuring = this.timed || (this.loadClass !== undefined && this.#idempotent);
     this.#opts = opts;
     host.budget.requests++;
     if (!longRunning) host.budget.shortRequests++;
@@ -119,8 +122,8 @@ export class BalancedRequest extends ProxyController implements MovableWatch, De
     const probationOk = this.#probationOk();
     let endpoint = this.host.pick(this.longRunning, probationOk, undefined);
     if (!endpoint) return this.#fail(this.host.noEndpoints(), false);
-    // A lagging endpoint, picked or due a re-measure, is measured by a copy; the caller's request goes elsewhere (Explore.ts).
-    if (this.timed && this.#replayable) endpoint = explore(this.host, endpoint, this.#route, this.#opts, this);
+    // A lagging endpoint, picked or due a re-measure, is measured by a copy of a short GET; the caller's request goes elsewhere (Explore.ts).
+    if (this.#measuring && this.#replayable) endpoint = explore(this.host, endpoint, this.#route, this.#opts, this);
     this.#send(endpoint, false);
     // `#mayHedgeLater`, with the condition already at hand: this is every request's path.
     if (probationOk && !this.finished) this.host.hedging?.wait(this, this.#attempt!.sentAt);

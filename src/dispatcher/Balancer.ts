@@ -295,7 +295,7 @@ export class Balancer extends undici.Dispatcher {
         if (longRunning) return rebalancer?.claim() ?? this.#set.pick(PICK_LONG_RUNNING);
         return this.#set.pick(PICK_SHORT);
       },
-      remeasure: () => this.#set.remeasure(),
+      toMeasure: (picked, timed, loadClass) => this.#set.toMeasure(picked, timed, loadClass),
       send: (endpoint, route, opts, handler) => this.#pools.get(endpoint, route).dispatch(opts, handler),
       attemptStarted: (endpoint, longRunning, request, attempt, sentAt) => {
         if (pickChannel.hasSubscribers) {

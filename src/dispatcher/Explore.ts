@@ -13,8 +13,11 @@ type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 
-/** A timed request (a GET of one object) that is about to be sent, as `explore` needs it. */
+/** A short GET that is about to be sent, as `explore` needs it. */
 export interface Explorable extends DescribedRequest {
+  /** A GET of one object (its latency feeds `Endpoint.latency`); else a LIST or discovery GET of `loadClass`. */
+  readonly timed: boolean;
+  readonly loadClass: string | undefined;
   /** Milliseconds its response body may stay silent (the copy's too). */
   readonly bodyTimeout: number;
   /** The copy made for it, which the caller's abort ends too, and the end of the caller's request bounds. */
@@ -46,8 +49,9 @@ export const COPY_AFTER_MS = 1000;
  * times the fastest one's or more) keeps a trickle of picks, which is how the balancer learns that
  * it is fast again; a caller whose request is that trickle waits for the slow answer, and at light
  * load those few requests were the 99th percentile (0.6–0.8 % of requests, 20/20/100 ms). With
- * hedging on, such a pick of a timed request is sent there as a copy whose answer only feeds the
- * estimate and health, and the caller's own request goes to the picker's next other endpoint
+ * hedging on, such a pick of a short GET (of one object, a LIST, discovery) is sent there as a copy
+ * whose answer only feeds the estimate and health, and the caller's own request goes to the
+ * picker's next other endpoint
  * (a hedge sent at once, paid like one: an earned hedge above a reserve, a unit of the retry
  * budget while it runs). For its picks the lagging endpoint gets exactly the requests and answers
  * it would have had, so the load factors follow the same samples as without copies, and a
@@ -59,15 +63,21 @@ export const COPY_AFTER_MS = 1000;
  *
  * The same copy also re-measures a lagging endpoint that is not picked: one that has given no
  * sample for a while (`balancer/load/remeasure.ts`; at the weights' floor it is picked next to
- * never, and waited seconds for its estimate to age). Then the caller's request keeps its pick;
- * these copies are load the endpoint would not have had, half a second to a few seconds apart.
+ * never, and waited seconds for its estimate to age), by a GET of the kind the weights follow. Then
+ * the caller's request keeps its pick; these copies are load the endpoint would not have had, half
+ * a second to a few seconds apart.
  *
- * Called for every timed, replayable request with its `picked` endpoint. Returns the endpoint for
- * the caller's request: `picked` when no copy is made (no lagging endpoint picked or due, hedging
- * off, the reserve reached, no other endpoint, no retry budget).
+ * A LIST is copied only if its class is light (`ClassCosts.copies`: under a second on average), and
+ * a write never: it cannot be sent twice. Before LISTs and discovery GETs were copied, a client that
+ * sent only those had a caller's request measure a lagging endpoint, ever more rarely, and wait the
+ * slow answer: 3–6 of 1,100 LISTs at 110 a second (20/20/100 ms), the light-load p99's rank.
+ *
+ * Called for every short, replayable GET that measures load, with its `picked` endpoint. Returns
+ * the endpoint for the caller's request: `picked` when no copy is made (no lagging endpoint picked
+ * or due, hedging off, the reserve reached, no other endpoint, no retry budget).
  */
 export function explore(host: RequestHost, picked: Endpoint, route: Route, opts: DispatchOptions, request: Explorable): Endpoint {
-  const endpoint = picked.lagging ? picked : host.remeasure?.();
+  const endpoint = host.toMeasure?.(picked, request.timed, request.loadClass);
   if (!endpoint) return picked;
   const hedging = host.hedging;
   if (!hedging?.mayExplore()) return picked;
@@ -75,7 +85,7 @@ export function explore(host: RequestHost, picked: Endpoint, route: Route, opts:
   if (!other || !host.budget.tryAcquire()) return picked;
   hedging.explored();
   host.retrying(endpoint, other, 'hedge', 1, request);
-  const copy = new ExploreCopy(host, endpoint, request.bodyTimeout);
+  const copy = new ExploreCopy(host, endpoint, request);
   request.copy = copy;
   copy.send(route, opts, request);
   return other;
@@ -103,11 +113,14 @@ class ExploreCopy extends BodyTimer implements Handler, Reader, CopyHandle {
   #body = '';
   #settled = false;
 
-  constructor(host: RequestHost, endpoint: Endpoint, bodyTimeout: number) {
+  readonly #loadClass: string | undefined;
+
+  constructor(host: RequestHost, endpoint: Endpoint, request: Explorable) {
     super();
     this.#host = host;
     this.#endpoint = endpoint;
-    this.#bodyTimeout = bodyTimeout;
+    this.#bodyTimeout = request.bodyTimeout;
+    this.#loadClass = request.loadClass;
   }
 
   get reader(): Reader {
@@ -117,7 +130,7 @@ class ExploreCopy extends BodyTimer implements Handler, Reader, CopyHandle {
   send(route: Route, opts: DispatchOptions, request: DescribedRequest): void {
     const host = this.#host;
     this.#sentAt = host.clock.now();
-    // Started as an attempt of the request (it is timed): the endpoint's in-flight count and estimate see it.
+    // Started as an attempt of the request (it is measured): the endpoint's in-flight count and estimate see it.
     host.attemptStarted(this.#endpoint, false, request, 1, this.#sentAt);
     try {
       host.send(this.#endpoint, route, opts, this);
@@ -191,7 +204,7 @@ class ExploreCopy extends BodyTimer implements Handler, Reader, CopyHandle {
     if (this.#bound !== undefined) host.clock.clearTimeout(this.#bound);
     this.#bound = undefined;
     host.budget.release();
-    host.attemptEnded(this.#endpoint, false, outcome, this.#sentAt);
+    host.attemptEnded(this.#endpoint, false, outcome, this.#sentAt, this.#loadClass);
   }
 }
 

@@ -39,8 +39,8 @@ export interface RequestHost {
   readonly loadAware?: boolean;
   /** The endpoint for the next attempt, never one in `exclude`; `probationOk` for safe requests. */
   pick(longRunning: boolean, probationOk: boolean, exclude: ReadonlySet<Endpoint> | undefined): Endpoint | undefined;
-  /** A lagging endpoint due a re-measure by an exploration copy, if any (`balancer/load/remeasure.ts`, `Explore.ts`). */
-  remeasure?(): Endpoint | undefined;
+  /** The lagging endpoint a short GET picked for `picked` is to measure by an exploration copy, if any (`EndpointSet.toMeasure`, `Explore.ts`). */
+  toMeasure?(picked: Endpoint, timed: boolean, loadClass: string | undefined): Endpoint | undefined;
   /** Sends one attempt to one endpoint. */
   send(endpoint: Endpoint, route: Route, opts: DispatchOptions, handler: Handler): void;
   /**

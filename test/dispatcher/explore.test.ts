@@ -26,13 +26,20 @@ function setUp() {
   const broken = new Set<Endpoint>();
   const sent: Array<{ endpoint: Endpoint; method: string; at: number; aborted: boolean }> = [];
   const started: Array<{ endpoint: Endpoint; sentAt: number | undefined }> = [];
-  const ended: Array<{ endpoint: Endpoint; outcome: AttemptOutcome; startedAt: number }> = [];
+  const ended: Array<{ endpoint: Endpoint; outcome: AttemptOutcome; startedAt: number; loadClass: string | undefined }> = [];
+  /**
+   * As `EndpointSet.toMeasure`: a lagging endpoint picked by any short GET, else `due` for a GET of
+   * the kind the weights follow (of one object, unless `points` is false: then LISTs and discovery).
+   */
+  const follows = { points: true, due: undefined as Endpoint | undefined };
   let next = 0;
   const hedging = new Hedging({ minDelayMs: 50, maxDelayMs: 250, percentile: 99 }, clock, () => {});
   const budget = new RetryBudget(20, 3, clock);
   const others = [fast1, fast2];
   const host: RequestHost = {
     ...hostParts(clock, budget, hedging),
+    loadAware: true,
+    toMeasure: (picked, timed) => (picked.lagging ? picked : timed === follows.points ? follows.due : undefined),
     pick: (_longRunning, _probationOk, exclude) => {
       if (!exclude) return slow;
       const ready = others.filter((e) => !exclude.has(e));
@@ -54,13 +61,13 @@ function setUp() {
       }, ms);
     },
     attemptStarted: (e, _long, _request, _attempt, sentAt) => void started.push({ endpoint: e, sentAt }),
-    attemptEnded: (e, _long, outcome, startedAt = NaN) => {
-      ended.push({ endpoint: e, outcome, startedAt });
+    attemptEnded: (e, _long, outcome, startedAt = NaN, loadClass) => {
+      ended.push({ endpoint: e, outcome, startedAt, loadClass });
       if (outcome.type === 'response') budget.earn(clock.now());
     },
   };
   const request = (method = 'GET', path = GET, longRunning = false) => startRequest(host, clock, method, path, longRunning);
-  return { clock, slow, fast1, fast2, delay, broken, sent, started, ended, hedging, budget, host, request };
+  return { clock, slow, fast1, fast2, delay, broken, sent, started, ended, hedging, budget, host, request, follows };
 }
 
 test('a timed GET picked for a lagging endpoint: the caller is answered by another endpoint, sent at once, while a copy measures the lagging one', async (t) => {
@@ -92,16 +99,15 @@ test('a timed GET picked for a lagging endpoint: the caller is answered by anoth
   t.false(sent.some((s) => s.aborted), 'nothing aborted: no loser to cut short');
 });
 
-test('never for a write, a watch, a LIST, a request that is not picked for a lagging endpoint, or with hedging off', (t) => {
+test('never for a write, a watch, a request that is not picked for a lagging endpoint, or with hedging off', (t) => {
   const { slow, fast1, sent, hedging, host, request } = setUp();
   request('POST', '/api/v1/namespaces/default/configmaps');
   request('PUT', GET);
   request('DELETE', GET);
   request('GET', '/api/v1/namespaces/default/configmaps?watch=true', true);
-  request('GET', '/api/v1/namespaces/default/configmaps');
   t.deepEqual(
     sent.map((s) => s.endpoint),
-    [slow, slow, slow, slow, slow],
+    [slow, slow, slow, slow],
     'each went where it was picked, alone',
   );
   t.is(hedging.hedges, 0);
@@ -112,7 +118,7 @@ test('never for a write, a watch, a LIST, a request that is not picked for a lag
   const off = { ...host, hedging: undefined };
   new BalancedRequest(off, ROUTE, { origin: 'https://kubernetes.default.svc', method: 'GET', path: GET }, {}, false, false).start();
   t.is(sent.at(-1)!.endpoint, slow, 'hedging off: no copies');
-  t.is(sent.length, 7);
+  t.is(sent.length, 6);
   t.false(sent.some((s) => s.endpoint === fast1));
 });
 
@@ -142,6 +148,46 @@ test('copies stop at the reserve that keeps half the earned hedges for black hol
     results.every((r) => r.status === 200 && r.done! - r.startedAt <= 400),
     'every caller answered',
   );
+});
+
+// A caller's short GET of any kind never waits on a lagging endpoint it picked: a LIST or discovery
+// GET is copied there as a GET of one object is, the copy's answer fed to the `relative` estimate
+// with its class. A client that sends no GET of one object (an informer's relists, discovery) has
+// its weights follow those, and its LISTs and discovery GETs re-measure a lagging endpoint that is
+// due, as GETs of one object do otherwise. A write is never sent twice.
+test('a LIST or discovery GET picked for a lagging endpoint is copied there, its class measured; while the weights follow them, they re-measure one that is due', async (t) => {
+  const { clock, slow, fast1, sent, ended, hedging, host, request, follows } = setUp();
+  const LIST = '/api/v1/namespaces/default/configmaps';
+  const list = request('GET', LIST);
+  t.deepEqual(
+    sent.map((s) => s.endpoint.key),
+    [slow.key, '10.0.0.2:6443'],
+    'a copy to the lagging endpoint, the caller’s LIST elsewhere at once',
+  );
+  clock.advance(20);
+  await new Promise((resolve) => setImmediate(resolve));
+  t.is(list.done! - list.startedAt, 20, 'the caller waited for the fast endpoint only');
+  clock.advance(80);
+  t.like(ended.find((e) => e.endpoint === slow), { outcome: { type: 'response' }, loadClass: 'GET /api/v1/namespaces/*/configmaps' }, 'the copy’s answer is a sample of its class');
+  request('GET', '/api');
+  t.is(sent.at(-2)!.endpoint, slow, 'a discovery GET: copied too');
+  t.not(sent.at(-1)!.endpoint, slow);
+  t.is(hedging.hedges, 2);
+  // At the weights' floor: `slow` is never picked, but due a re-measure.
+  follows.due = slow;
+  const elsewhere: RequestHost = { ...host, pick: () => fast1 };
+  startRequest(elsewhere, clock, 'GET', LIST, false);
+  t.is(sent.at(-1)!.endpoint, fast1, 'weights following GETs of one object: a LIST keeps its pick, no copy');
+  follows.points = false;
+  const before = sent.length;
+  startRequest(elsewhere, clock, 'GET', LIST, false);
+  t.deepEqual(sent.slice(before).map((s) => s.endpoint), [slow, fast1], 'weights following the other requests: the LIST re-measures it by a copy, and keeps its pick');
+  clock.advance(100);
+  const writes = sent.length;
+  request('DELETE', GET);
+  request('POST', LIST);
+  t.deepEqual(sent.slice(writes).map((s) => s.endpoint), [slow, slow], 'writes go where they were picked, alone');
+  t.is(hedging.hedges, 3);
 });
 
 test('a copy’s answer tells hedging that its endpoint answers, but is no sample of the callers’ wait', (t) => {
@@ -175,7 +221,7 @@ test('a lagging endpoint due a re-measure gets a copy of a GET picked elsewhere,
   const { clock, slow, fast1, sent, ended, hedging, budget, host } = setUp();
   // The weights' floor: `slow` is never picked, but the set says it is due a re-measure.
   let due: Endpoint | undefined = slow;
-  const remeasuring: RequestHost = { ...host, pick: () => fast1, remeasure: () => due };
+  const remeasuring: RequestHost = { ...host, pick: () => fast1, toMeasure: (_picked, timed) => (timed ? due : undefined) };
   const send = (h: RequestHost, path = GET) => startRequest(h, clock, 'GET', path, false);
   const r = send(remeasuring);
   t.deepEqual(

@@ -78,7 +78,8 @@ export function simulate(options: {
    * Hedging's exploration (src/dispatcher/Explore.ts), with a real `Hedging` for its credit: a
    * timed request picked for a lagging endpoint goes there as a copy, its answer only measured,
    * and the caller's to the picker's next other endpoint; a lagging endpoint due a re-measure
-   * (`EndpointSet.remeasure`) gets a copy of any timed request, which keeps its pick.
+   * (`EndpointSet.toMeasure`) gets a copy of any such request, which keeps its pick. Copied are the
+   * GETs whose latency the weights follow: timed ones, or those of a `GET …` class.
    */
   explore?: boolean;
 }): Simulation {
@@ -163,15 +164,15 @@ export function simulate(options: {
   const send = (then?: () => void): void => {
     const { timed, cost, loadClass } = request(sent++);
     const endpoint = set.pick({ longRunning: false })!;
-    // As `explore`: a lagging endpoint picked, or one due a re-measure (`set.remeasure`), gets the copy.
-    const lagging = hedging && timed ? (endpoint.lagging ? endpoint : set.remeasure()) : undefined;
+    // As `explore`: a lagging endpoint picked, or one due a re-measure (`set.toMeasure`), gets a copy of a GET.
+    const lagging = hedging && (timed || loadClass?.startsWith('GET ')) ? set.toMeasure(endpoint, timed, loadClass) : undefined;
     if (lagging && hedging!.mayExplore()) {
       const other = lagging === endpoint ? set.pick({ longRunning: false, exclude: new Set([endpoint]) }) : endpoint;
       if (other) {
         hedging!.explored();
         sim.copies++;
-        dispatch(lagging, timed, cost, false);
-        return dispatch(other, timed, cost, true, then);
+        dispatch(lagging, timed, cost, false, undefined, loadClass);
+        return dispatch(other, timed, cost, true, then, loadClass);
       }
     }
     dispatch(endpoint, timed, cost, true, then, loadClass);

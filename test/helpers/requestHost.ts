@@ -1,6 +1,7 @@
 // A `RequestHost` for unit tests of `BalancedRequest` on a fake clock, with no sockets: the fields
 // every such test sets alike, a controller for a fake send, and a request whose outcome is recorded.
 import type { Dispatcher } from 'undici';
+import type { Endpoint } from '../../src/balancer/Endpoint.ts';
 import { BalancedRequest } from '../../src/dispatcher/BalancedRequest.ts';
 import { BodyTimers } from '../../src/dispatcher/BodyTimer.ts';
 import type { Hedging } from '../../src/dispatcher/Hedge.ts';
@@ -23,6 +24,8 @@ export function hostParts(clock: FakeClock, budget: RetryBudget, hedging: Hedgin
     clock,
     bodyTimers: new BodyTimers(clock),
     hedging,
+    // As `EndpointSet.toMeasure` for a lagging endpoint picked: a copy measures it (Explore.ts).
+    toMeasure: (picked: Endpoint) => (picked.lagging ? picked : undefined),
     retrying: () => {},
     noEndpoints: () => new Error('none') as never,
   } satisfies Partial<RequestHost>;

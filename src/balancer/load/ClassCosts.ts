@@ -8,6 +8,13 @@ const WARM_SAMPLES = 32;
 const REFERENCE_SPAN = 64;
 /** The most classes followed; a client that sends more (paths of its own making) gets no signal from the others. */
 const MAX_CLASSES = 256;
+/**
+ * The longest mean latency (ms) of a class whose GETs are copied to measure a lagging endpoint
+ * (`copies`): a LIST that takes a second or more is a heavy one (thousands of objects), and a copy of
+ * it is that much more work for an apiserver, read on at most a second past its caller's answer
+ * (`dispatcher/Explore.ts`'s `COPY_AFTER_MS`), so likely aborted and wasted on a slow one.
+ */
+const MAX_COPIED_MS = 1_000;
 
 interface Reference {
   /** Mean latency of the class's answers, over every endpoint (ms). */
@@ -30,6 +37,12 @@ export class ClassCosts {
   /** Mean of every class's reference, weighted by their answers: the common scale (ms). */
   #scale = NaN;
   #count = 0;
+
+  /** Whether a GET of class `key` may be copied to measure a lagging endpoint: its answers are learnt from (warm), and light (`MAX_COPIED_MS`). */
+  copies(key: string): boolean {
+    const ref = this.#classes.get(key);
+    return ref !== undefined && ref.count >= WARM_SAMPLES && ref.ms <= MAX_COPIED_MS;
+  }
 
   /**
    * `ms` of an answer of class `key`, rescaled; NaN while the class is cold, or not followed.

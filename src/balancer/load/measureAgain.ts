@@ -2,9 +2,9 @@ import type { LatencyEstimate } from './LatencyEstimate.ts';
 
 /**
  * How long (ms) after its last sample a `lagging` endpoint waits to be measured again: by an
- * exploration copy when the weights follow GETs of one object (`remeasure.ts`), else by a caller's
- * request once its estimate has aged (`LoadWeights.reweigh`): LISTs, writes and discovery GETs are
- * never copied, so a caller pays for each such measure with a slow answer.
+ * exploration copy of a GET (`remeasure.ts`), and by a caller's request once its estimate has aged
+ * (`LoadWeights.reweigh`) where there is no copy (hedging off, a client that only writes or sends
+ * heavy LISTs): then a caller pays for each such measure with a slow answer.
  *
  * The wait grows with how long the endpoint has lagged: a quarter of that, from `MEASURE_AGAIN_MS` to
  * `MAX_MEASURE_AGAIN_MS`. A copy is extra load on an apiserver that may be slow for being loaded, and a

@@ -1,12 +1,12 @@
 import type { Endpoint } from '../Endpoint.ts';
-import { byPointReads } from './LoadWeights.ts';
 import { measureAgainAfter } from './measureAgain.ts';
 
 /**
- * A `lagging` endpoint that has given no sample for a while, and has no timed request in flight, is
- * measured again: the next timed request (a GET of one object) anywhere sends it an exploration
- * copy (`dispatcher/Explore.ts`), whose answer only feeds its estimate, while the caller's own
- * request goes where it was picked.
+ * A `lagging` endpoint that has given no sample for a while, and has no measured request in
+ * flight, is measured again: the next request of the kind the weights follow (`byPointReads`: GETs
+ * of one object, else the other short GETs, LISTs and discovery) sends it an exploration copy
+ * (`dispatcher/Explore.ts`), whose answer only feeds its estimate, while the caller's own request
+ * goes where it was picked.
  *
  * Why paced by time and not by its share: a lagging endpoint's factor is at or near the floor
  * (0.002), and at ~50 requests a second that is no request at all for seconds. `kube-balancer demo`
@@ -24,17 +24,9 @@ import { measureAgainAfter } from './measureAgain.ts';
  * floor while it is slow.
  */
 
-/**
- * The endpoints a re-measure may go to after a reweigh: the lagging ones, when the weights follow
- * GETs of one object (a copy is one; it measures nothing the `relative` weights read).
- */
-export function laggards(endpoints: readonly Endpoint[]): Endpoint[] {
-  return byPointReads(endpoints) ? endpoints.filter((e) => e.lagging) : [];
-}
-
-/** Whether `endpoint` (one of `laggards`) is due a re-measure at clock time `now`. */
-export function dueForRemeasure(endpoint: Endpoint, now: number): boolean {
-  const latency = endpoint.latency;
-  if (!endpoint.lagging || endpoint.state !== 'ready' || endpoint.removed || latency.inFlight > 0) return false;
-  return now - latency.sampledAt >= measureAgainAfter(latency, endpoint.laggingSince, now);
+/** Whether `endpoint` (lagging, as of the last reweigh) is due a re-measure at clock time `now`; `points`: the weights follow GETs of one object. */
+export function dueForRemeasure(endpoint: Endpoint, now: number, points: boolean): boolean {
+  const estimate = points ? endpoint.latency : endpoint.relative;
+  if (!endpoint.lagging || endpoint.state !== 'ready' || endpoint.removed || estimate.inFlight > 0) return false;
+  return now - estimate.sampledAt >= measureAgainAfter(estimate, endpoint.laggingSince, now);
 }
