@@ -36,23 +36,29 @@ export function mixesSection(runs: MixesRun[]): string[] {
     'discovery GETs each against the same kind of request on the other apiservers, and the requests in',
     'flight everywhere (watches never count). A slow answer moves nothing alone (the estimate follows the',
     'median of the last answers); a real slowdown moves the weights within a second, and an apiserver that',
-    'is fast again is back within ~10 s (about a second when GETs of one object re-measure it). An',
-    'apiserver that stays slow is tried again ever more rarely: every ~2 s at first, every ~6 s after half',
-    'a minute. Details: [docs/load-weights.md](docs/load-weights.md).',
+    'is fast again is back within ~10 s, within seconds when copies re-measure it. With hedging on (the',
+    'default) a GET, LIST or discovery GET that picked an apiserver 2.5× slower than the fastest goes elsewhere',
+    'while a copy measures it; with hedging off, or for writes, a caller\'s request tries it again ever more',
+    'rarely: every ~2 s at first, every ~6 s after half a minute. Details: [docs/load-weights.md](docs/load-weights.md).',
     '',
     '`BENCH_MIXES=1 BENCH_ROUNDS=3 npm run bench -- compare`: the slow set-up (20/20/100 ms, 4 at once each)',
     'with four request mixes, saturated (64 at once: throughput ÷ the capacities, target ≥ 0.95) and light',
     '(110 requests a second for 10 s: p99, target within 1.1× of a Pool\'s to one fast server in the same',
     'round, the machine\'s own floor). The clients of a mix run in turn, round after round.',
+    `Runs: ${runs.map((run, k) => `${k + 1} at ${run.startedAt} (load ${run.machine.loadavg[0]})`).join('; ')}.`,
     '',
     '| run·round | requests | kube-balancer | least-request | haproxy leastconn | haproxy roundrobin | light p99 ms, kube-balancer | light p99 ms, Pool | ÷ Pool | A/A: the Pool again ÷ Pool |',
     '|---|---|---|---|---|---|---|---|---|---|',
   ];
-  const ratios = new Map<string, number[]>();
-  const floors = new Map<string, number[]>();
+  /** Per mix, per run: the rounds' light p99 ÷ the Pool's (each run is one build, so runs are not pooled). */
+  const ratios = new Map<string, number[][]>();
+  const floors = new Map<string, number[][]>();
   const over = (a: Row | undefined, b: Row | undefined): number | undefined => (a && b ? Math.round((a.p99 / b.p99) * 100) / 100 : undefined);
-  const add = (map: Map<string, number[]>, label: string, value: number | undefined): void => {
-    if (value !== undefined) map.set(label, [...(map.get(label) ?? []), value]);
+  const add = (map: Map<string, number[][]>, label: string, run: number, value: number | undefined): void => {
+    if (value === undefined) return;
+    const runs = map.get(label) ?? [];
+    (runs[run] ??= []).push(value);
+    map.set(label, runs);
   };
   runs.forEach((run, k) => {
     for (let round = 0; round < run.rounds; round++) {
@@ -62,15 +68,16 @@ export function mixesSection(runs: MixesRun[]): string[] {
         const pool = row(`${scenario}-light`, POOL);
         const ratio = over(kb, pool);
         const floor = over(row(`${scenario}-light`, AGAIN), pool);
-        add(ratios, label, ratio);
-        add(floors, label, floor);
+        add(ratios, label, k, ratio);
+        add(floors, label, k, floor);
         const saturated = SATURATED.map((client) => row(scenario, client)?.throughput ?? '–').join(' | ');
         lines.push(`| ${k + 1}·${round + 1} | ${label} | ${saturated} | ${kb?.p99 ?? '–'} | ${pool?.p99 ?? '–'} | ${ratio ?? '–'} | ${floor ?? '–'} |`);
       }
     }
   });
   const summary = (values: number[]): string => `${median(values).toFixed(2)} (${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}, ${values.length} round${values.length === 1 ? '' : 's'})`;
-  lines.push('', 'Light p99 ÷ the Pool\'s, median over the rounds (range); and the A/A pair\'s, the floor\'s own spread:', '');
-  for (const [label, values] of ratios) lines.push(`- ${label}: ${summary(values)}${floors.has(label) ? `; A/A ${summary(floors.get(label)!)}` : ''}`);
+  const perRun = (runsOf: number[][]): string => runsOf.flatMap((values, k) => (values ? [`run ${k + 1} ${summary(values)}`] : [])).join(', ');
+  lines.push('', 'Light p99 ÷ the Pool\'s, per run: median over its rounds (range); and the A/A pair\'s, the floor\'s own spread:', '');
+  for (const [label, runsOf] of ratios) lines.push(`- ${label}: ${perRun(runsOf)}${floors.has(label) ? `; A/A ${perRun(floors.get(label)!)}` : ''}`);
   return [...lines, ''];
 }
