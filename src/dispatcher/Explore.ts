@@ -51,9 +51,8 @@ export const COPY_AFTER_MS = 1000;
  * load those few requests were the 99th percentile (0.6–0.8 % of requests, 20/20/100 ms). With
  * hedging on, such a pick of a short GET (of one object, a LIST, discovery) is sent there as a copy
  * whose answer only feeds the estimate and health, and the caller's own request goes to the
- * picker's next other endpoint
- * (a hedge sent at once, paid like one: an earned hedge above a reserve, a unit of the retry
- * budget while it runs). For its picks the lagging endpoint gets exactly the requests and answers
+ * picker's next other endpoint (a hedge sent at once, paid like one: an earned hedge above a
+ * reserve, a unit of the retry budget while it runs). For its picks the lagging endpoint gets exactly the requests and answers
  * it would have had, so the load factors follow the same samples as without copies, and a
  * recovered endpoint's fast answer lowers its estimate as before.
  *
@@ -102,6 +101,8 @@ class ExploreCopy extends BodyTimer implements Handler, Reader, CopyHandle {
   readonly #host: RequestHost;
   readonly #endpoint: Endpoint;
   readonly #bodyTimeout: number;
+  /** Its request's class, if not a GET of one object: its answer is a sample of that class. */
+  readonly #loadClass: string | undefined;
   #controller: Controller | undefined;
   #cancelled = false;
   /** Ends it `COPY_AFTER_MS` after its caller's request (`callerDone`). */
@@ -112,8 +113,6 @@ class ExploreCopy extends BodyTimer implements Handler, Reader, CopyHandle {
   /** What a rejection says (a shutdown's 503), for the verdict on the endpoint's health. */
   #body = '';
   #settled = false;
-
-  readonly #loadClass: string | undefined;
 
   constructor(host: RequestHost, endpoint: Endpoint, request: Explorable) {
     super();

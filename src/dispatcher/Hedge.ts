@@ -154,8 +154,8 @@ export class Hedging {
   }
 
   /**
-   * Whether a timed request picked for a `lagging` endpoint may be measured there by a copy while
-   * the caller's goes elsewhere (see `Explore.ts`): an earned hedge is left above the reserve.
+   * Whether a short GET picked for a `lagging` endpoint (or one due a re-measure) may measure it by a
+   * copy while the caller's goes elsewhere (see `Explore.ts`): an earned hedge is left above the reserve.
    * Nothing is spent until `explored`.
    */
   mayExplore(): boolean {
