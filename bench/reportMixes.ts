@@ -1,7 +1,7 @@
 // BENCHMARKS.md's section on issue 27's request mixes, from `BENCH_MIXES=1 npm run bench -- compare`
 // runs kept in bench/runs/ (`mixes-*.json`).
 import type { Row } from './compare.ts';
-import type { Machine } from './lib.ts';
+import { median, type Machine } from './lib.ts';
 
 export interface MixesRun {
   startedAt: string;
@@ -20,12 +20,6 @@ const KB = 'kube-balancer';
 const POOL = 'undici Pool (one server)';
 const AGAIN = 'undici Pool again (A/A)';
 const SATURATED = [KB, 'kube-balancer least-request', 'haproxy http leastconn', 'haproxy http roundrobin'];
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 export function mixesSection(runs: MixesRun[]): string[] {
   if (runs.length === 0) return [];

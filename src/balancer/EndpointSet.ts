@@ -158,8 +158,8 @@ export class EndpointSet {
     if (!this.#loadAware || now - this.#reweighedAt < REWEIGH_MS) return;
     this.#reweighedAt = now;
     const all = this.list();
-    if (reweigh(all, now, this.#ownLag?.maxSince(performance.now() - OWN_LAG_WINDOW_MS) ?? 0)) this.rebuild();
     this.#byPoints = byPointReads(all);
+    if (reweigh(all, now, this.#ownLag?.maxSince(performance.now() - OWN_LAG_WINDOW_MS) ?? 0, this.#byPoints)) this.rebuild();
     this.#laggards = all.filter((e) => e.lagging);
   }
 

@@ -52,9 +52,9 @@ export const COPY_AFTER_MS = 1000;
  * hedging on, such a pick of a short GET (of one object, a LIST, discovery) is sent there as a copy
  * whose answer only feeds the estimate and health, and the caller's own request goes to the
  * picker's next other endpoint (a hedge sent at once, paid like one: an earned hedge above a
- * reserve, a unit of the retry budget while it runs). For its picks the lagging endpoint gets exactly the requests and answers
- * it would have had, so the load factors follow the same samples as without copies, and a
- * recovered endpoint's fast answer lowers its estimate as before.
+ * reserve, a unit of the retry budget while it runs). For its picks the lagging endpoint gets
+ * exactly the requests and answers it would have had, so the load factors follow the same samples
+ * as without copies, and a recovered endpoint's fast answer lowers its estimate as before.
  *
  * Why a copy and not a race whose loser is aborted: an aborted loser's time is censored (it may
  * only raise the estimate), so a slow endpoint that keeps losing gives no sample at all, its

@@ -186,8 +186,9 @@ export function byPointReads(endpoints: readonly Endpoint[]): boolean {
  * much of ours, unevenly: it widens the noise margin. Without it a starved `kube-balancer proxy`
  * (three alike apiservers, its answers 30–1,400 ms late) read its own queueing as the apiservers'
  * latency and spread its requests 2.3–2.4× max/min.
+ * `points`: `byPointReads(all)`, when the caller has it already (the exploration copies read it too).
  */
-export function reweigh(all: readonly Endpoint[], now: number, ownLagMs = 0): boolean {
+export function reweigh(all: readonly Endpoint[], now: number, ownLagMs = 0, points = byPointReads(all)): boolean {
   const list: Endpoint[] = [];
   const costs: number[] = [];
   /** Since when each cost holds: the last sample, or now for a silence. */
@@ -197,7 +198,6 @@ export function reweigh(all: readonly Endpoint[], now: number, ownLagMs = 0): bo
   /** The ms taken off each endpoint's excess (its estimate's noise margin). */
   const noises: number[] = [];
   let best = Infinity;
-  const points = byPointReads(all);
   for (const endpoint of all) {
     const estimate = points ? endpoint.latency : endpoint.relative;
     const warm = estimate.samples >= RELATIVE_MIN_SAMPLES && now - estimate.sampledSince >= RELATIVE_WARM_MS;
